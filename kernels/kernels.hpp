@@ -1,0 +1,67 @@
+// Launch functions of tpgraph's GPU kernels. Plain C++: no CUDA syntax, so the core, the capture
+// code and the tests can include it. Every function enqueues on `stream` and returns at once; it
+// throws std::runtime_error if the launch itself fails. Nothing here allocates or synchronizes, so
+// every call can be captured into a CUDA graph. Numerics follow src/core/reference.hpp step by step.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/nvfp4_layout.hpp"
+#include "core/router.hpp"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace tpgraph::kernels {
+
+using Stream = CUstream_st*;
+
+// One weight kind (gate, up or down) of one rank, all experts, on the device.
+struct ExpertBank {
+  const std::uint8_t* bytes = nullptr;  // experts * rows * (cols/64*36), in `layout`
+  const float* tensor_scale = nullptr;  // [experts]
+  int rows = 0;                         // output features
+  int cols = 0;                         // input features (K)
+  Layout layout = Layout::v2;
+};
+
+// The routing on the device (copies of core Routing's arrays).
+struct DeviceRouting {
+  const std::int32_t* active_experts = nullptr;  // [n_active]
+  const std::int32_t* offsets = nullptr;         // [n_active + 1]
+  const std::int32_t* row_token = nullptr;       // [n_rows]
+  const std::int32_t* pair_row = nullptr;        // [tokens * top_k]
+  const float* pair_weight = nullptr;            // [tokens * top_k]
+  int n_active = 0;
+  std::int64_t n_rows = 0;  // pairs
+  int tokens = 0;
+  int top_k = 0;
+};
+
+// The static work list of one grouped GEMM, built on the host from the routing (so every graph
+// replay launches identical parameters). The caller uploads `items` and passes the device copy.
+struct GemmPlan {
+  std::vector<std::int32_t> items;  // kernel-defined encoding of the tiles
+  int grid = 0;                     // blocks to launch
+};
+[[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
+
+// 1. x16[i] = half(z[row_token[i]] / s), xs[i] = s = amax of the row (1 if 0).
+void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
+                     std::uint16_t* x16, float* xs, Stream stream);
+// 4. the same without the gather: a16[i] = half(a[i] / s).
+void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as,
+                   Stream stream);
+// 2 and 5. y[i][o] = xs[i] * scale_e * sum_k x16[i][k] * w_e[o][k] for every CSR row i of expert e.
+// `plan_items` is the device copy of plan.items. No atomics: a fixed reduction order per element.
+void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w,
+                  const DeviceRouting& routing, const std::int32_t* plan_items, int plan_grid,
+                  float* y, Stream stream);
+// 3. a = silu(g) * u, n elements.
+void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream);
+// 6. out[t][h] = sum over the token's pairs j = 0..k-1 (fmaf, in order) of weight * y[pair_row].
+void combine(const float* y, int hidden, const DeviceRouting& routing, float* out, Stream stream);
+// 7. out = ((out + partials[0]) + partials[1]) + ...: the root's reduce, in rank order.
+// `partials` is a device array of `count` device pointers.
+void join_reduce(const float* const* partials, int count, std::int64_t n, float* out, Stream stream);
+
+}  // namespace tpgraph::kernels

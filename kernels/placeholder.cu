@@ -1,0 +1,1 @@
+// Removed once the kernels land (issue 3).

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install, build (CI preset: warnings are errors) and run the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+export PATH=/usr/local/cuda/bin:$PATH
+cmake --preset ci
+cmake --build --preset ci
+ctest --preset ci

@@ -1,0 +1,36 @@
+// The scenario flags every command shares: any field of a scenario can be overridden.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+
+namespace tpgraph::cli {
+
+struct ScenarioOptions {
+  std::optional<int> tokens, experts, top_k, hidden, ff, ranks, replays, warmup, layers, root_busy;
+  std::optional<std::string> devices;    // "0,0" or "0,1"
+  std::optional<std::string> peer_copy;  // none | per-rank | first
+  std::optional<std::string> copy_rows;  // N | all
+  std::optional<std::string> join;       // none | copy | reduce
+  std::optional<std::string> alloc;      // resident | fresh
+  std::optional<std::string> issue;      // graph | eager
+  std::optional<std::string> layout;     // v1 | v2
+  std::optional<std::string> weights;    // random | zeros
+  std::optional<std::uint64_t> seed;
+};
+
+// Adds --tokens, --experts, ... to `cmd`.
+void add_scenario_options(CLI::App& cmd, ScenarioOptions& opts);
+// Applies the flags that were given on top of `s`, then validates; throws InputError.
+void apply_scenario_options(const ScenarioOptions& opts, Scenario& s);
+// The graphs/ folder: $TPGRAPH_GRAPHS, else next to the executable's source tree, else ./graphs.
+[[nodiscard]] std::filesystem::path graphs_dir();
+// Resolve a scenario name/path (or the default baseline when empty) and apply the flags.
+[[nodiscard]] Scenario scenario_from(const std::string& name_or_path, const ScenarioOptions& opts);
+
+}  // namespace tpgraph::cli

@@ -1,0 +1,85 @@
+// The layer graph: the nodes and edges a scenario captures, built without a GPU. DOT, the capture
+// (which checks the driver's graph against it) and the timeline analysis (which ties CUPTI records
+// to its nodes) all read this one model.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/router.hpp"
+#include "core/scenario.hpp"
+
+namespace tpgraph {
+
+// What a node does. The CUDA node type follows from it (cuda_node_type).
+enum class NodeKind {
+  busy,       // root's trunk work before the fork (kernel)
+  quantize,   // gather+quantize of z, or quantize of a (kernel)
+  gemm,       // gate, up or down grouped GEMM (kernel)
+  swiglu,     // kernel
+  combine,    // kernel
+  reduce,     // root sums a copied partial into the layer output (kernel)
+  copy,       // memcpy node: peer copy of z, or a join copy of a partial
+  alloc,      // stream-ordered allocation inside the graph
+  free_mem,   // its free
+  event,      // event-record node (cudaEventRecordExternal) marking a rank's span
+};
+[[nodiscard]] std::string_view to_string(NodeKind k);
+
+// Which step of the chain a node is: what the capture issues for it.
+enum class Role {
+  busy,          // root trunk work: one grouped GEMM (gate shape) on the root's buffers
+  quantize_z,    // gather+quantize of z
+  gate, up, swiglu,
+  quantize_a,
+  down, combine,
+  peer_copy,     // z rows (copy_row_count) from the root to rank `peer`, on that rank's stream
+  join_copy,     // out_r of rank `peer` to the root's staging buffer, on the root stream
+  reduce,        // root: layer output += staged partials, rank order
+  alloc, free_mem,
+  span_begin, span_end,  // event-record nodes around a rank's work in a layer
+};
+[[nodiscard]] std::string_view to_string(Role r);
+
+enum class CudaNodeType { kernel, memcpy, mem_alloc, mem_free, event_record };
+[[nodiscard]] CudaNodeType cuda_node_type(NodeKind k);
+[[nodiscard]] std::string_view to_string(CudaNodeType t);
+
+struct Node {
+  int id = 0;
+  int layer = 0;
+  int rank = 0;     // the rank whose stream issues it
+  int device = 0;   // the GPU it runs on
+  int stream = 0;   // stream index == rank (one stream per rank)
+  NodeKind kind = NodeKind::gemm;
+  Role role = Role::gate;
+  int peer = -1;  // copies: the non-root rank at the other end
+  std::string label;  // "r1.gate", "r0->r1.copy", "L2.r1.down" when layers > 1
+  std::int64_t bytes = 0;   // moved (copies) or read+written (kernels), counted not measured
+  double flops = 0;
+};
+
+struct Edge {
+  int from = 0;
+  int to = 0;
+};
+
+struct LayerGraph {
+  std::vector<Node> nodes;  // in issue order; ids are indices
+  std::vector<Edge> edges;
+  int ranks = 0;
+
+  [[nodiscard]] std::vector<int> predecessors(int node) const;
+  [[nodiscard]] bool cross_rank(const Edge& e) const { return nodes[e.from].rank != nodes[e.to].rank; }
+  // Count of nodes per (rank, CUDA node type): what the captured graph must match.
+  [[nodiscard]] std::map<std::pair<int, CudaNodeType>, int> cuda_node_counts() const;
+  [[nodiscard]] const Node* find(std::string_view label) const;
+};
+
+// `visible_devices` maps ranks to GPUs (Scenario::device_of).
+[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, const Routing& routing,
+                                           int visible_devices);
+
+}  // namespace tpgraph

@@ -1,0 +1,23 @@
+// Byte layouts of an NVFP4 expert matrix. v1: row-major chunks (nvfp4.hpp). v2 ("slot-major"): the
+// same bytes permuted into the order the GPU's grouped GEMM reads, 16-byte aligned; see the .cpp
+// for the tile order. Both layouts have the same size and decode to the same matrix.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace tpgraph {
+
+enum class Layout { v1, v2 };
+[[nodiscard]] std::string_view to_string(Layout l);
+
+// Permute one matrix (rows x cols) between layouts. rows must be a multiple of the kernel's row tile
+// (nvfp4_v2_row_tile()) and cols a multiple of 64; both are checked.
+[[nodiscard]] std::vector<std::uint8_t> nvfp4_to_v2(std::span<const std::uint8_t> v1, int rows, int cols);
+[[nodiscard]] std::vector<std::uint8_t> nvfp4_to_v1(std::span<const std::uint8_t> v2, int rows, int cols);
+// Offset in v2 of byte `i` of v1 (the permutation itself; to_v2/to_v1 apply it).
+[[nodiscard]] std::int64_t nvfp4_v2_offset(std::int64_t v1_offset, int rows, int cols);
+[[nodiscard]] int nvfp4_v2_row_tile();
+
+}  // namespace tpgraph

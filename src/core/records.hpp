@@ -1,0 +1,44 @@
+// What the timeline analysis reads: one record per GPU activity (kernel, memcpy, memset), already
+// tied to a layer-graph node and a replay by the CUPTI layer, in the core's own types so the
+// analysis runs (and is tested) without a GPU. Raw records are saved with every run.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpgraph {
+
+enum class ActivityKind { kernel, memcpy, memcpy_peer, memset };
+
+struct ActivityRecord {
+  ActivityKind kind = ActivityKind::kernel;
+  std::uint64_t start_ns = 0;  // CUPTI's timestamp: one host time base for all GPUs
+  std::uint64_t end_ns = 0;
+  int device = 0;
+  std::uint32_t stream_id = 0;
+  std::uint32_t correlation_id = 0;
+  std::uint32_t graph_id = 0;
+  std::uint64_t graph_node_id = 0;  // the instantiated node's id
+  std::int64_t bytes = 0;           // memcpy/memset
+  std::string name;                 // kernel name
+  int node = -1;                    // layer-graph node id; -1: matched no node
+  int replay = -1;                  // replay index (warm-up replays are dropped before analysis)
+};
+
+// A run's collection health: any non-zero count makes every output say so.
+struct CollectionHealth {
+  std::uint64_t dropped = 0;       // cuptiActivityGetNumDroppedRecords
+  std::uint64_t no_timestamp = 0;  // start or end was 0
+  std::uint64_t unmatched = 0;     // graph node id matched no captured node
+  [[nodiscard]] bool clean() const { return dropped == 0 && no_timestamp == 0 && unmatched == 0; }
+};
+
+// Per replay and rank, the span measured by the event-record nodes in the graph (ms), used to
+// cross-check CUPTI's spans.
+struct EventSpan {
+  int replay = 0;
+  int rank = 0;
+  double span_ms = 0;
+};
+
+}  // namespace tpgraph

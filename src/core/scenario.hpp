@@ -1,0 +1,65 @@
+// A scenario: one variant of the layer graph (design.md's table) plus the geometry and the run's
+// settings. Read from a JSON file in graphs/ (comments allowed); every field can be overridden on
+// the command line. The one model that plan, dot, capture and the analysis all read.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/geometry.hpp"
+#include "core/nvfp4_layout.hpp"
+#include "core/reference.hpp"
+
+namespace tpgraph {
+
+enum class PeerCopy { none, per_rank, first };  // copy z from the root to each other rank
+enum class JoinKind { none, copy, reduce };     // partials back to the root (and summed)
+enum class AllocKind { resident, fresh };       // working buffers resident or allocated in-graph
+enum class IssueKind { graph, eager };          // capture once and replay, or issue every time
+
+[[nodiscard]] std::string_view to_string(PeerCopy v);
+[[nodiscard]] std::string_view to_string(JoinKind v);
+[[nodiscard]] std::string_view to_string(AllocKind v);
+[[nodiscard]] std::string_view to_string(IssueKind v);
+
+struct Scenario {
+  std::string name = "baseline";
+  std::string description = "two ranks, no peer copy, no join: the ranks should overlap";
+  Geometry geometry;
+  std::vector<int> devices;          // rank r runs on devices[r % size]; empty: the visible GPUs
+  int replays = 100;
+  int warmup = 10;
+  int layers = 1;
+  PeerCopy peer_copy = PeerCopy::none;
+  std::optional<int> copy_rows;      // rows of z each peer copy moves; nullopt: all tokens
+  JoinKind join = JoinKind::none;
+  int root_busy = 0;                 // extra kernels on the root stream before the fork
+  AllocKind alloc = AllocKind::resident;
+  IssueKind issue = IssueKind::graph;
+  Layout layout = Layout::v2;
+  WeightsKind weights = WeightsKind::random;
+  std::uint64_t seed = 1;
+
+  // Rows a peer copy moves: min(copy_rows, tokens), or tokens.
+  [[nodiscard]] int copy_row_count() const;
+  // The GPU of rank r given the visible device count (used when `devices` is empty).
+  [[nodiscard]] int device_of(int rank, int visible_devices) const;
+};
+
+// Throws InputError naming the bad field or value (and what is accepted).
+void validate(const Scenario& s);
+
+// Parse a scenario from JSON text; `origin` names the file in messages ("graphs/x.json:3:5: ...").
+[[nodiscard]] Scenario parse_scenario(std::string_view json_text, std::string_view origin);
+[[nodiscard]] Scenario load_scenario(const std::filesystem::path& path);
+// A scenario by name ("peer-copy") or path; names resolve in the graphs/ folder.
+[[nodiscard]] Scenario resolve_scenario(std::string_view name_or_path,
+                                        const std::filesystem::path& graphs_dir);
+[[nodiscard]] std::string scenario_to_json(const Scenario& s);  // every field, round-trips
+// The scenario files shipped in graphs/, in the order `run` replays them.
+[[nodiscard]] std::vector<std::string> builtin_scenario_names();
+
+}  // namespace tpgraph

@@ -1,0 +1,1 @@
+// Removed once src/cuda lands (issue 4).

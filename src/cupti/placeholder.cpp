@@ -1,0 +1,1 @@
+// Removed once src/cupti lands (issue 5).
