@@ -1,1 +1,0 @@
-// Removed once src/cuda lands (issue 4).
