@@ -4,11 +4,21 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tpgraph {
 
 enum class ActivityKind { kernel, memcpy, memcpy_peer, memset };
+[[nodiscard]] constexpr std::string_view to_string(ActivityKind k) {
+  switch (k) {
+    case ActivityKind::kernel: return "kernel";
+    case ActivityKind::memcpy: return "memcpy";
+    case ActivityKind::memcpy_peer: return "memcpy_peer";
+    case ActivityKind::memset: return "memset";
+  }
+  return "unknown";
+}
 
 struct ActivityRecord {
   ActivityKind kind = ActivityKind::kernel;
