@@ -364,8 +364,9 @@ RunAnalysis analyze_run(const RunData& run) {
   a.base_ns = std::numeric_limits<std::uint64_t>::max();
   for (const auto& v : run.variants) {
     a.variants.push_back(analyze_variant(v));
-    for (const auto& replay : a.variants.back().replays)
-      if (replay.present) a.base_ns = std::min(a.base_ns, replay.begin_ns);
+    // Every timestamped record, also those outside the replays, so the trace can place them all.
+    for (const auto& r : v.records)
+      if (r.start_ns != 0 && r.end_ns >= r.start_ns) a.base_ns = std::min(a.base_ns, r.start_ns);
   }
   if (a.base_ns == std::numeric_limits<std::uint64_t>::max()) a.base_ns = 0;
   return a;

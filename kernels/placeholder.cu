@@ -1,1 +1,0 @@
-// Removed once the kernels land (issue 3).

@@ -1,0 +1,165 @@
+#include "core/trace.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/report.hpp"
+
+namespace tpgraph {
+
+using nlohmann::json;
+
+namespace {
+
+double rel_us(std::uint64_t t, std::uint64_t base) {
+  const double us = (static_cast<double>(t) - static_cast<double>(base)) / 1000.0;
+  return std::round(us * 1000.0) / 1000.0;
+}
+
+bool leaves_record(NodeKind k) {
+  const CudaNodeType t = cuda_node_type(k);
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy;
+}
+
+// For each node, the nodes with records it depends on directly or through nodes that leave none
+// (event, alloc, free): the ends a flow arrow can join.
+std::vector<std::set<int>> recorded_predecessors(const LayerGraph& g) {
+  std::vector<std::vector<int>> pred(g.nodes.size());
+  for (const auto& e : g.edges) pred[static_cast<std::size_t>(e.to)].push_back(e.from);
+  std::vector<std::set<int>> out(g.nodes.size());
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    std::vector<int> stack(pred[n].begin(), pred[n].end());
+    std::set<int> seen;
+    while (!stack.empty()) {
+      const int p = stack.back();
+      stack.pop_back();
+      if (!seen.insert(p).second) continue;
+      const auto pi = static_cast<std::size_t>(p);
+      if (leaves_record(g.nodes[pi].kind)) out[n].insert(p);
+      else stack.insert(stack.end(), pred[pi].begin(), pred[pi].end());
+    }
+  }
+  return out;
+}
+
+struct Placed {
+  int pid = 0;
+  std::uint32_t tid = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+}  // namespace
+
+std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant) {
+  const VariantRun& vr = run.variants.at(variant);
+  const VariantTimeline& v = analysis.variants.at(variant);
+  const LayerGraph& g = vr.graph;
+  const std::uint64_t base = analysis.base_ns;
+  const int unmatched_pid = v.ranks + 1;  // records that match no node get a process of their own
+
+  json events = json::array();
+  std::map<int, std::set<std::uint32_t>> streams_of;  // pid -> stream ids
+  std::map<std::pair<int, int>, Placed> placed;       // (replay, node) -> first record's place
+  json slices = json::array();
+  for (const auto& a : vr.records) {
+    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns || a.start_ns < base) continue;
+    const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < g.nodes.size();
+    const bool in_range = a.replay >= 0 && a.replay < v.replay_count;
+    const int pid = matched ? g.nodes[static_cast<std::size_t>(a.node)].rank + 1 : unmatched_pid;
+    streams_of[pid].insert(a.stream_id);
+    json args{{"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes},
+              {"device", a.device}};
+    std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name;
+    std::string category = "unmatched";
+    if (matched) {
+      const Node& n = g.nodes[static_cast<std::size_t>(a.node)];
+      name = n.label;
+      category = std::string(to_string(n.kind));
+      args["node"] = a.node;
+      args["kind"] = category;
+      if (!a.name.empty()) args["kernel"] = a.name;
+      if (in_range) {
+        const NodeTiming& t = v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
+        args["wait_us"] = std::round(t.wait_us * 1000.0) / 1000.0;
+        args["waited_on"] = t.ready_from >= 0 ? g.nodes[static_cast<std::size_t>(t.ready_from)].label : "replay start";
+        placed.emplace(std::make_pair(a.replay, a.node), Placed{pid, a.stream_id, a.start_ns, a.end_ns});
+      }
+    }
+    slices.push_back(json{{"name", name},
+                          {"cat", category},
+                          {"ph", "X"},
+                          {"ts", rel_us(a.start_ns, base)},
+                          {"dur", std::round(static_cast<double>(a.end_ns - a.start_ns)) / 1000.0},
+                          {"pid", pid},
+                          {"tid", a.stream_id},
+                          {"args", args}});
+  }
+
+  // Names first, so viewers label the tracks before any slice arrives.
+  const std::string shared = shared_gpu_note(run.env, v);
+  for (const auto& [pid, streams] : streams_of) {
+    std::string pname = "unmatched records (no graph node)";
+    if (pid != unmatched_pid) {
+      const int rank = pid - 1;
+      pname = fmt::format("rank {} ({})", rank, device_label(run.env, v.rank_device[static_cast<std::size_t>(rank)]));
+    }
+    events.push_back(json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
+    events.push_back(json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+    if (!shared.empty() && pid != unmatched_pid)
+      events.push_back(json{{"ph", "M"}, {"name", "process_labels"}, {"pid", pid}, {"tid", 0},
+                            {"args", {{"labels", "shares a GPU with another rank"}}}});
+    for (const std::uint32_t s : streams)
+      events.push_back(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", s},
+                            {"args", {{"name", fmt::format("stream {}", s)}}}});
+  }
+  for (auto& s : slices) events.push_back(std::move(s));
+
+  // Flows: an arrow from the end of a recorded node to the start of a recorded node on another
+  // rank that depends on it.
+  const auto preds = recorded_predecessors(g);
+  std::uint64_t flow_id = 0;
+  for (const auto& [key, to] : placed) {
+    const auto [replay, node] = key;
+    const Node& target = g.nodes[static_cast<std::size_t>(node)];
+    for (const int p : preds[static_cast<std::size_t>(node)]) {
+      if (g.nodes[static_cast<std::size_t>(p)].rank == target.rank) continue;
+      const auto from_it = placed.find({replay, p});
+      if (from_it == placed.end()) continue;
+      const Placed& from = from_it->second;
+      ++flow_id;
+      // A flow start binds to the slice enclosing its timestamp: one ns before the source ends.
+      const std::uint64_t s_ts = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
+      const std::string name = fmt::format("{} -> {}", g.nodes[static_cast<std::size_t>(p)].label, target.label);
+      events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "cross-rank"},
+                            {"pid", from.pid}, {"tid", from.tid}, {"ts", rel_us(s_ts, base)}});
+      events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "cross-rank"},
+                            {"pid", to.pid}, {"tid", to.tid}, {"ts", rel_us(to.start_ns, base)}});
+    }
+  }
+
+  const std::string banner = collection_banner(v);
+  if (!banner.empty()) {
+    events.push_back(json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0},
+                          {"ts", rel_us(base, base)}});
+  }
+
+  const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
+                   {"variant", v.name},
+                   {"verdict", std::string(to_string(v.verdict))},
+                   {"thresholds", verdict_thresholds_text()},
+                   {"ranks_share_gpu", shared.empty() ? "no" : shared},
+                   {"collection_clean", v.health.clean() ? "true" : "false"},
+                   {"collection", v.health.clean() ? "clean" : banner},
+                   {"time_base_ns", fmt::format("{}", base)},
+                   {"started_at", run.env.started_at}};
+  const json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", other}};
+  return doc.dump() + "\n";
+}
+
+}  // namespace tpgraph

@@ -1,0 +1,18 @@
+// A variant's timeline as Chrome trace JSON (the "JSON object" form Perfetto and chrome://tracing
+// open): a process per rank and its GPU, a thread per CUDA stream, one complete ("X") event per
+// CUPTI record, flows for the graph's cross-rank edges, and the collection's health in metadata.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "core/run_data.hpp"
+#include "core/timeline.hpp"
+
+namespace tpgraph {
+
+// Timestamps are µs with 3 decimals relative to the run's first timestamp (analysis.base_ns), so
+// the traces of one run's variants share one time axis.
+[[nodiscard]] std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
+                                              std::size_t variant);
+
+}  // namespace tpgraph
