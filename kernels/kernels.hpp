@@ -39,11 +39,37 @@ struct DeviceRouting {
 
 // The static work list of one grouped GEMM, built on the host from the routing (so every graph
 // replay launches identical parameters). The caller uploads `items` and passes the device copy.
+// `items` = [tile, then (active expert, 64*warp_m16-row block, 8*n8-row block) per launched block],
+// heaviest experts' blocks adjacent so an expert's weights are shared through L2 while they run.
 struct GemmPlan {
   std::vector<std::int32_t> items;  // kernel-defined encoding of the tiles
   int grid = 0;                     // blocks to launch
+  int tile = 0;                     // GemmTile index the items were cut for
 };
 [[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
+
+// Block tiles of the grouped GEMM: 4 warps along the weight rows, each warp_m16 x 16 rows, and
+// 8 * n8 routed rows (tokens) per block. Every tile sums each output in the same order (k ascending,
+// one fp32 accumulator), so the choice changes speed only, never a bit of the output.
+struct GemmTile {
+  int warp_m16 = 1;
+  int n8 = 1;
+  [[nodiscard]] int block_rows() const { return 64 * warp_m16; }
+  [[nodiscard]] int block_tokens() const { return 8 * n8; }
+};
+[[nodiscard]] int gemm_tile_count();
+[[nodiscard]] GemmTile gemm_tile(int index);
+// The tile plan_grouped_gemm picks from the routed rows per active expert and the output rows.
+[[nodiscard]] int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows);
+// A plan cut for a given tile (bench compares them).
+[[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile);
+
+// A plan on the device, for the grouped_gemm overload that launches a chosen tile.
+struct DeviceGemmPlan {
+  const std::int32_t* items = nullptr;  // device copy of GemmPlan::items
+  int grid = 0;
+  int tile = 0;
+};
 
 // 1. x16[i] = half(z[row_token[i]] / s), xs[i] = s = amax of the row (1 if 0).
 void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
@@ -53,9 +79,13 @@ void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a
                    Stream stream);
 // 2 and 5. y[i][o] = xs[i] * scale_e * sum_k x16[i][k] * w_e[o][k] for every CSR row i of expert e.
 // `plan_items` is the device copy of plan.items. No atomics: a fixed reduction order per element.
+// This form launches the tile choose_gemm_tile picks; the plan must come from plan_grouped_gemm
+// with the same routing (the kernel traps on a plan cut for another tile).
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w,
                   const DeviceRouting& routing, const std::int32_t* plan_items, int plan_grid,
                   float* y, Stream stream);
+void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w,
+                  const DeviceRouting& routing, const DeviceGemmPlan& plan, float* y, Stream stream);
 // 3. a = silu(g) * u, n elements.
 void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream);
 // 6. out[t][h] = sum over the token's pairs j = 0..k-1 (fmaf, in order) of weight * y[pair_row].

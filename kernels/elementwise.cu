@@ -1,0 +1,145 @@
+// The chain's kernels around the GEMMs: quantize (with and without the gather), swiglu, combine and
+// the root's join. Each follows src/core/reference.hpp's contract with the same fp32 operations in
+// the same order (__fmul_rn and friends so nvcc cannot fuse what the CPU, built with
+// -ffp-contract=off, does not), so they match the CPU bit for bit, swiglu's expf aside.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+#include "kernels/launch.cuh"
+
+namespace tpgraph::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
+
+// Contract steps 1 and 4: s = max|x| (1 if 0), inv = 1/s, x16 = half_rn(x * inv). One warp per row;
+// max is exact in any order, so the row's scale does not depend on the reduction tree.
+template <bool kGather>
+__global__ void __launch_bounds__(kThreads)
+    quantize_rows_kernel(const float* __restrict__ src, int cols, const std::int32_t* __restrict__ row_token,
+                         std::int64_t rows, __half2* __restrict__ dst, float* __restrict__ scale) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const std::int64_t src_row = kGather ? static_cast<std::int64_t>(row_token[row]) : row;
+  const auto* x = reinterpret_cast<const float4*>(src + src_row * cols);
+  const int vectors = cols / 4;
+  float amax = 0.0f;
+  for (int v = lane; v < vectors; v += 32) {
+    const float4 q = x[v];
+    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w))));
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+  const float s = amax > 0.0f ? amax : 1.0f;
+  const float inv = __fdiv_rn(1.0f, s);
+  __half2* out = dst + row * (cols / 2);
+  for (int v = lane; v < vectors; v += 32) {
+    const float4 q = x[v];
+    out[2 * v] = __floats2half2_rn(__fmul_rn(q.x, inv), __fmul_rn(q.y, inv));
+    out[2 * v + 1] = __floats2half2_rn(__fmul_rn(q.z, inv), __fmul_rn(q.w, inv));
+  }
+  if (lane == 0) scale[row] = s;
+}
+
+// Contract step 3: a = (g / (1 + expf(-g))) * u.
+__global__ void swiglu_kernel(const float* __restrict__ g, const float* __restrict__ u, std::int64_t n,
+                              float* __restrict__ a) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float gi = g[i];
+    a[i] = __fmul_rn(__fdiv_rn(gi, __fadd_rn(1.0f, expf(-gi))), u[i]);
+  }
+}
+
+// Contract step 6: a token's pairs j = 0..k-1 in order, each an fmaf into one accumulator.
+__global__ void combine_kernel(const float* __restrict__ y, int hidden, const std::int32_t* __restrict__ pair_row,
+                               const float* __restrict__ pair_weight, int tokens, int top_k,
+                               float* __restrict__ out) {
+  const int vectors = hidden / 4;
+  const std::int64_t total = static_cast<std::int64_t>(tokens) * vectors;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const std::int64_t token = i / vectors;
+    const int v = static_cast<int>(i % vectors);
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int j = 0; j < top_k; ++j) {
+      const std::int64_t pair = token * top_k + j;
+      const float w = pair_weight[pair];
+      const float4 q = reinterpret_cast<const float4*>(y + static_cast<std::int64_t>(pair_row[pair]) * hidden)[v];
+      acc.x = __fmaf_rn(w, q.x, acc.x);
+      acc.y = __fmaf_rn(w, q.y, acc.y);
+      acc.z = __fmaf_rn(w, q.z, acc.z);
+      acc.w = __fmaf_rn(w, q.w, acc.w);
+    }
+    reinterpret_cast<float4*>(out + token * hidden)[v] = acc;
+  }
+}
+
+// Contract step 7: out += partials[0], then += partials[1], ... in that order.
+__global__ void join_reduce_kernel(const float* const* __restrict__ partials, int count, std::int64_t n,
+                                   float* __restrict__ out) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float acc = out[i];
+    for (int r = 0; r < count; ++r) acc = __fadd_rn(acc, partials[r][i]);
+    out[i] = acc;
+  }
+}
+
+void check_cols(int cols, const char* what) {
+  if (cols <= 0 || cols % 64 != 0) {
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(cols) +
+                                " columns; a positive multiple of 64 is needed");
+  }
+}
+
+unsigned int row_blocks(std::int64_t rows) {
+  return static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+}
+
+}  // namespace
+
+void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
+                     std::uint16_t* x16, float* xs, Stream stream) {
+  check_cols(hidden, "gather_quantize");
+  if (rows <= 0) return;
+  quantize_rows_kernel<true><<<row_blocks(rows), kThreads, 0, stream>>>(
+      z, hidden, row_token, rows, reinterpret_cast<__half2*>(x16), xs);
+  detail::check_launch("gather_quantize");
+}
+
+void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as, Stream stream) {
+  check_cols(cols, "quantize_rows");
+  if (rows <= 0) return;
+  quantize_rows_kernel<false><<<row_blocks(rows), kThreads, 0, stream>>>(
+      a, cols, nullptr, rows, reinterpret_cast<__half2*>(a16), as);
+  detail::check_launch("quantize_rows");
+}
+
+void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream) {
+  if (n <= 0) return;
+  swiglu_kernel<<<detail::grid_for(n, kThreads, 4), kThreads, 0, stream>>>(g, u, n, a);
+  detail::check_launch("swiglu");
+}
+
+void combine(const float* y, int hidden, const DeviceRouting& routing, float* out, Stream stream) {
+  check_cols(hidden, "combine");
+  if (routing.tokens <= 0) return;
+  const std::int64_t work = static_cast<std::int64_t>(routing.tokens) * (hidden / 4);
+  combine_kernel<<<detail::grid_for(work, kThreads, 1), kThreads, 0, stream>>>(
+      y, hidden, routing.pair_row, routing.pair_weight, routing.tokens, routing.top_k, out);
+  detail::check_launch("combine");
+}
+
+void join_reduce(const float* const* partials, int count, std::int64_t n, float* out, Stream stream) {
+  if (n <= 0 || count <= 0) return;
+  join_reduce_kernel<<<detail::grid_for(n, kThreads, 4), kThreads, 0, stream>>>(partials, count, n, out);
+  detail::check_launch("join_reduce");
+}
+
+}  // namespace tpgraph::kernels

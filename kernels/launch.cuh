@@ -1,0 +1,36 @@
+// What every launch function does after its <<<>>>: turn a failed launch into the exception
+// kernels.hpp promises. The kernels library sits below src/cuda, so it cannot use CudaError.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace tpgraph::kernels::detail {
+
+inline void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(kernel) + " launch failed: " + cudaGetErrorName(status) + " (" +
+                             cudaGetErrorString(status) + ")");
+  }
+}
+
+inline void check_call(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorName(status) + " (" +
+                             cudaGetErrorString(status) + ")");
+  }
+}
+
+// Enough blocks of `threads` to cover `work` items with `per_thread` each, capped so that
+// grid-stride loops keep every launch shape-independent and small.
+inline unsigned int grid_for(long long work, int threads, int per_thread) {
+  const long long per_block = static_cast<long long>(threads) * per_thread;
+  long long blocks = (work + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > 65535) blocks = 65535;
+  return static_cast<unsigned int>(blocks);
+}
+
+}  // namespace tpgraph::kernels::detail

@@ -1,0 +1,110 @@
+// NVFP4 -> fp16 in registers, for the A (weight) fragments of mma.sync m16n8k16, and the few PTX
+// instructions the grouped GEMM uses. Layout v2 (src/core/nvfp4_layout.cpp) hands each lane one
+// 32-bit word per k16 block: bytes (row g, t), (row g+8, t), (row g, t+4), (row g+8, t+4).
+//
+// The GEMM runs the MMA with a fixed permutation of k inside every 16-block (the same for A and
+// B, so the sum is over the same products): physical k 2t, 2t+1, 2t+8, 2t+9 hold logical
+// elements 2t, 2t+8, 2t+1, 2t+9. Then each half2 of the A fragment pairs the same nibble of two
+// bytes that are 16 bits apart, and one shift plus one LOP3 builds it.
+#pragma once
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace tpgraph::kernels::detail {
+
+__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t selector) {
+  std::uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+  return d;
+}
+
+// The two nibbles at bits 12..15 and 28..31 of q as fp16 bit patterns of e2m1 * 2^-14: sign to
+// bit 15, exponent and mantissa bits to 9..11. E2M1's subnormal (code 1 = 0.5) lands on fp16's
+// subnormal 2^-15, so every code maps exactly with no bias fix-up.
+__device__ __forceinline__ std::uint32_t e2m1_pair_scaled(std::uint32_t q) {
+  return (q & 0x80008000u) | ((q >> 3) & 0x0e000e00u);
+}
+
+__device__ __forceinline__ __half2 as_half2(std::uint32_t bits) {
+  __half2 h;
+  static_assert(sizeof(h) == sizeof(bits));
+  __builtin_memcpy(&h, &bits, sizeof(bits));
+  return h;
+}
+__device__ __forceinline__ std::uint32_t as_u32(__half2 h) {
+  std::uint32_t bits;
+  __builtin_memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+
+// The A fragment of one k16 block, times 2^-14: a[0] row g, a[1] row g+8, a[2] row g, a[3] row
+// g+8, in the permuted k order above. `scales_g` / `scales_g8` hold the four UE4M3 codes of rows g
+// and g+8 in this 64-column chunk; kk picks the block.
+// Exactness: e2m1 * 2^-14 is an fp16 multiple of 2^-15; the UE4M3 code shifted into fp16's exponent
+// and mantissa is ue4m3 * 2^-8, exact (its subnormals too), times 256 exact; the product
+// e2m1 * ue4m3 * 2^-14 is a multiple of 2^-24 below 2^-2, so fp16 holds it exactly (as a
+// subnormal when small). The caller multiplies the fp32 sum by 2^14, which is exact.
+template <int kk>
+__device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t scales_g,
+                                                  std::uint32_t scales_g8, std::uint32_t a[4]) {
+  // Bytes [code_g, 0, code_g8, 0]: a selector nibble with bit 3 set copies the sign of its byte,
+  // and a UE4M3 code's top bit is always 0.
+  constexpr std::uint32_t selector = kk | ((8 | kk) << 4) | ((4 + kk) << 8) | ((8 | kk) << 12);
+  const __half2 scale_pair =
+      __hmul2(as_half2(prmt(scales_g, scales_g8, selector) << 7), __float2half2_rn(256.0f));
+  const __half2 scale_g = __low2half2(scale_pair);
+  const __half2 scale_g8 = __high2half2(scale_pair);
+  a[0] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 12)), scale_g));   // low nibbles of bytes 0, 2
+  a[1] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 4)), scale_g8));   // low nibbles of bytes 1, 3
+  a[2] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 8)), scale_g));    // high nibbles of bytes 0, 2
+  a[3] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w)), scale_g8));        // high nibbles of bytes 1, 3
+}
+
+// B fragment from ldmatrix (x[2t], x[2t+1]) and (x[2t+8], x[2t+9]) into the permuted k order.
+__device__ __forceinline__ void permute_b_fragment(std::uint32_t b[2]) {
+  const std::uint32_t lo = b[0];
+  const std::uint32_t hi = b[1];
+  b[0] = prmt(lo, hi, 0x5410u);  // x[2t], x[2t+8]
+  b[1] = prmt(lo, hi, 0x7632u);  // x[2t+1], x[2t+9]
+}
+
+__device__ __forceinline__ void mma_16816(float c[4], const std::uint32_t a[4], const std::uint32_t b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t r[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(row_address)));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t r[2], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_address(row_address)));
+}
+
+// Asynchronous global -> shared copies. `bytes_valid` 0 fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int bytes_valid = 16) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address(smem)), "l"(gmem),
+               "r"(bytes_valid)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_address(smem)), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
+}
+
+}  // namespace tpgraph::kernels::detail

@@ -1,0 +1,224 @@
+#include "cuda/layer_buffers.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/parallel.hpp"
+
+namespace tpgraph::cuda {
+namespace {
+
+constexpr std::size_t kAlign = 256;
+
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// The parts of a workspace in carve order, in bytes.
+std::array<std::size_t, 8> workspace_parts(const Geometry& g) {
+  const auto pairs = static_cast<std::size_t>(g.pairs());
+  const auto hidden = static_cast<std::size_t>(g.hidden);
+  const auto ff = static_cast<std::size_t>(g.ff);
+  return {pairs * hidden * 2, pairs * 4, pairs * ff * 4, pairs * ff * 4,
+          pairs * ff * 4,     pairs * ff * 2, pairs * 4, pairs * hidden * 4};
+}
+
+template <class T>
+DeviceBuffer<T> upload_vector(int device, const std::vector<T>& host) {
+  // A zero-length buffer still gets one element, so kernels always see a valid pointer.
+  DeviceBuffer<T> buf(device, std::max<std::size_t>(host.size(), 1));
+  if (!host.empty()) buf.upload(host);
+  return buf;
+}
+
+kernels::GemmPlan make_plan(const Routing& routing, int out_rows, int in_cols, int tile) {
+  return tile < 0 ? kernels::plan_grouped_gemm(routing, out_rows, in_cols)
+                  : kernels::plan_grouped_gemm(routing, out_rows, in_cols, tile);
+}
+
+}  // namespace
+
+kernels::ExpertBank DeviceBank::view() const {
+  return kernels::ExpertBank{bytes.get(), tensor_scale.get(), rows, cols, layout};
+}
+
+DeviceBank upload_bank(int device, std::span<const Nvfp4Matrix> matrices, Layout layout) {
+  if (matrices.empty()) throw std::invalid_argument("upload_bank: no matrices");
+  DeviceBank bank;
+  bank.rows = matrices.front().rows;
+  bank.cols = matrices.front().cols;
+  bank.layout = layout;
+  const std::size_t matrix_bytes = matrices.front().bytes.size();
+  std::vector<std::uint8_t> host(matrix_bytes * matrices.size());
+  std::vector<float> scales(matrices.size());
+  for (const auto& m : matrices) {
+    if (m.rows != bank.rows || m.cols != bank.cols || m.bytes.size() != matrix_bytes) {
+      throw std::invalid_argument("upload_bank: matrices of different shapes (" + std::to_string(m.rows) + " x " +
+                                  std::to_string(m.cols) + " vs " + std::to_string(bank.rows) + " x " +
+                                  std::to_string(bank.cols) + ")");
+    }
+  }
+  const auto count = static_cast<std::int64_t>(matrices.size());
+  parallel_for(count, worker_count(count), [&](std::int64_t e, int) {
+    const auto& m = matrices[static_cast<std::size_t>(e)];
+    scales[static_cast<std::size_t>(e)] = m.tensor_scale;
+    auto* dst = host.data() + static_cast<std::size_t>(e) * matrix_bytes;
+    if (layout == Layout::v2) {
+      const auto v2 = nvfp4_to_v2(m.bytes, m.rows, m.cols);
+      std::copy(v2.begin(), v2.end(), dst);
+    } else {
+      std::copy(m.bytes.begin(), m.bytes.end(), dst);
+    }
+  });
+  bank.bytes = to_device<std::uint8_t>(device, host);
+  bank.tensor_scale = to_device<float>(device, scales);
+  return bank;
+}
+
+kernels::DeviceRouting DeviceRoutingBuffers::view() const {
+  return kernels::DeviceRouting{active_experts.get(), offsets.get(), row_token.get(), pair_row.get(),
+                                pair_weight.get(),    n_active,      n_rows,          tokens,
+                                top_k};
+}
+
+DeviceRoutingBuffers upload_routing(int device, const Routing& routing) {
+  DeviceRoutingBuffers r;
+  r.active_experts = upload_vector(device, routing.active_experts);
+  r.offsets = upload_vector(device, routing.offsets);
+  r.row_token = upload_vector(device, routing.row_token);
+  r.pair_row = upload_vector(device, routing.pair_row);
+  r.pair_weight = upload_vector(device, routing.pair_weight);
+  r.n_active = routing.n_active();
+  r.n_rows = routing.n_pairs();
+  r.tokens = routing.tokens;
+  r.top_k = routing.top_k;
+  return r;
+}
+
+std::size_t workspace_bytes(const Geometry& g) {
+  std::size_t total = 0;
+  for (const std::size_t part : workspace_parts(g)) total += align_up(part);
+  return total;
+}
+
+RankWorkspace carve_workspace(void* base, const Geometry& g) {
+  const auto parts = workspace_parts(g);
+  auto* p = static_cast<std::uint8_t*>(base);
+  std::array<void*, 8> at{};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    at[i] = p;
+    p += align_up(parts[i]);
+  }
+  return RankWorkspace{static_cast<std::uint16_t*>(at[0]), static_cast<float*>(at[1]), static_cast<float*>(at[2]),
+                       static_cast<float*>(at[3]),         static_cast<float*>(at[4]), static_cast<std::uint16_t*>(at[5]),
+                       static_cast<float*>(at[6]),         static_cast<float*>(at[7])};
+}
+
+std::string_view to_string(ChainStep s) {
+  switch (s) {
+    case ChainStep::quantize_z: return "quant_z";
+    case ChainStep::gate: return "gate";
+    case ChainStep::up: return "up";
+    case ChainStep::swiglu: return "swiglu";
+    case ChainStep::quantize_a: return "quant_a";
+    case ChainStep::down: return "down";
+    case ChainStep::combine: return "combine";
+  }
+  return "?";
+}
+
+StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing) {
+  const std::int64_t pairs = routing.n_pairs();
+  const std::int64_t tokens = g.tokens;
+  const std::int64_t hidden = g.hidden;
+  const std::int64_t ff = g.ff;
+  const std::int64_t active = routing.n_active();
+  StepCost c;
+  switch (s) {
+    case ChainStep::quantize_z:  // z read once per token (L2 serves the other pairs), z16 + zs written
+      c.bytes = tokens * hidden * 4 + pairs * hidden * 2 + pairs * 4;
+      break;
+    case ChainStep::gate:
+    case ChainStep::up:
+      c.weight_bytes = active * nvfp4_matrix_bytes(ff, hidden);
+      c.bytes = c.weight_bytes + pairs * hidden * 2 + pairs * 4 + pairs * ff * 4;
+      c.flops = 2.0 * static_cast<double>(pairs) * static_cast<double>(hidden) * static_cast<double>(ff);
+      break;
+    case ChainStep::swiglu: c.bytes = 3 * pairs * ff * 4; break;
+    case ChainStep::quantize_a: c.bytes = pairs * ff * 4 + pairs * ff * 2 + pairs * 4; break;
+    case ChainStep::down:
+      c.weight_bytes = active * nvfp4_matrix_bytes(hidden, ff);
+      c.bytes = c.weight_bytes + pairs * ff * 2 + pairs * 4 + pairs * hidden * 4;
+      c.flops = 2.0 * static_cast<double>(pairs) * static_cast<double>(hidden) * static_cast<double>(ff);
+      break;
+    case ChainStep::combine: c.bytes = pairs * hidden * 4 + pairs * 8 + tokens * hidden * 4; break;
+  }
+  return c;
+}
+
+RankLayer::RankLayer(int device, const Geometry& g, const Routing& routing, const RankWeights& weights,
+                     Layout layout, int gemm_tile)
+    : device_(device), geometry_(g) {
+  if (weights.hidden != g.hidden || weights.ff != g.ff || weights.experts != g.experts) {
+    throw std::invalid_argument("RankLayer: weights of another geometry");
+  }
+  DeviceScope scope(device);
+  gate_ = upload_bank(device, weights.gate, layout);
+  up_ = upload_bank(device, weights.up, layout);
+  down_ = upload_bank(device, weights.down, layout);
+  routing_ = upload_routing(device, routing);
+  const auto ffn = make_plan(routing, g.ff, g.hidden, gemm_tile);
+  const auto down = make_plan(routing, g.hidden, g.ff, gemm_tile);
+  ffn_plan_ = upload_vector(device, ffn.items);
+  down_plan_ = upload_vector(device, down.items);
+  ffn_plan_grid_ = ffn.grid;
+  down_plan_grid_ = down.grid;
+  ffn_plan_tile_ = ffn.tile;
+  down_plan_tile_ = down.tile;
+  const auto plane = static_cast<std::size_t>(g.tokens) * static_cast<std::size_t>(g.hidden);
+  z_ = DeviceBuffer<float>(device, plane);
+  out_ = DeviceBuffer<float>(device, plane);
+  workspace_memory_ = DeviceMemory(device, workspace_bytes(g));
+  workspace_ = carve_workspace(workspace_memory_.get(), g);
+}
+
+void RankLayer::upload_input(std::span<const float> z) {
+  if (z.size() != z_.size()) {
+    throw std::invalid_argument("RankLayer::upload_input: " + std::to_string(z.size()) + " floats, expected " +
+                                std::to_string(z_.size()));
+  }
+  z_.upload(z);
+}
+
+const DeviceBank& RankLayer::bank(ChainStep gemm) const {
+  switch (gemm) {
+    case ChainStep::gate: return gate_;
+    case ChainStep::up: return up_;
+    case ChainStep::down: return down_;
+    default: throw std::invalid_argument("RankLayer::bank: " + std::string(to_string(gemm)) + " is not a GEMM");
+  }
+}
+
+void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream) const {
+  const Geometry& g = geometry_;
+  const auto routing = routing_.view();
+  const std::int64_t pairs = routing_.n_rows;
+  const kernels::DeviceGemmPlan ffn{ffn_plan_.get(), ffn_plan_grid_, ffn_plan_tile_};
+  const kernels::DeviceGemmPlan down{down_plan_.get(), down_plan_grid_, down_plan_tile_};
+  switch (step) {
+    case ChainStep::quantize_z:
+      kernels::gather_quantize(z_.get(), g.hidden, routing.row_token, pairs, ws.z16, ws.zs, stream);
+      break;
+    case ChainStep::gate: kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, ffn, ws.g, stream); break;
+    case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, ffn, ws.u, stream); break;
+    case ChainStep::swiglu: kernels::swiglu(ws.g, ws.u, pairs * g.ff, ws.a, stream); break;
+    case ChainStep::quantize_a: kernels::quantize_rows(ws.a, g.ff, pairs, ws.a16, ws.as, stream); break;
+    case ChainStep::down: kernels::grouped_gemm(ws.a16, ws.as, down_.view(), routing, down, ws.y, stream); break;
+    case ChainStep::combine: kernels::combine(ws.y, g.hidden, routing, out_.get(), stream); break;
+  }
+}
+
+void RankLayer::enqueue_chain(cudaStream_t stream) const {
+  for (const ChainStep step : kChainSteps) enqueue(step, stream);
+}
+
+}  // namespace tpgraph::cuda
