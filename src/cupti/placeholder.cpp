@@ -1,1 +1,0 @@
-// Removed once src/cupti lands (issue 5).
