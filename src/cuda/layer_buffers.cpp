@@ -221,4 +221,44 @@ void RankLayer::enqueue_chain(cudaStream_t stream) const {
   for (const ChainStep step : kChainSteps) enqueue(step, stream);
 }
 
+void RankLayer::poison() const {
+  DeviceScope scope(device_);
+  TPG_CUDA(cudaMemset(workspace_memory_.get(), 0xff, workspace_memory_.bytes()));
+  TPG_CUDA(cudaMemset(out_.get(), 0xff, out_.bytes()));
+}
+
+namespace {
+template <class T>
+std::vector<T> copy_back(const T* device_ptr, std::size_t count) {
+  std::vector<T> host(count);
+  if (count > 0) TPG_CUDA(cudaMemcpy(host.data(), device_ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+}  // namespace
+
+RankTrace RankLayer::download_trace() const {
+  DeviceScope scope(device_);
+  TPG_CUDA(cudaDeviceSynchronize());
+  const auto pairs = static_cast<std::size_t>(routing_.n_rows);
+  const auto hidden = static_cast<std::size_t>(geometry_.hidden);
+  const auto ff = static_cast<std::size_t>(geometry_.ff);
+  RankTrace t;
+  t.z16 = copy_back(workspace_.z16, pairs * hidden);
+  t.zs = copy_back(workspace_.zs, pairs);
+  t.g = copy_back(workspace_.g, pairs * ff);
+  t.u = copy_back(workspace_.u, pairs * ff);
+  t.a = copy_back(workspace_.a, pairs * ff);
+  t.a16 = copy_back(workspace_.a16, pairs * ff);
+  t.as = copy_back(workspace_.as, pairs);
+  t.y = copy_back(workspace_.y, pairs * hidden);
+  t.out = download_out();
+  return t;
+}
+
+std::vector<float> RankLayer::download_out() const {
+  DeviceScope scope(device_);
+  TPG_CUDA(cudaDeviceSynchronize());
+  return out_.download();
+}
+
 }  // namespace tpgraph::cuda

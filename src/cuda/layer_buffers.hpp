@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/geometry.hpp"
 #include "core/nvfp4_layout.hpp"
@@ -95,6 +96,13 @@ class RankLayer {
   void enqueue(ChainStep step, cudaStream_t stream) const { enqueue(step, workspace_, stream); }
   // The whole chain, in order.
   void enqueue_chain(cudaStream_t stream) const;
+
+  // Fills the resident workspace and out with 0xff bytes (NaN as fp32 and as fp16), so a test can
+  // tell an element no kernel wrote. Synchronous.
+  void poison() const;
+  // Synchronous copies of the resident workspace and out, in the CPU reference's own shape.
+  [[nodiscard]] RankTrace download_trace() const;
+  [[nodiscard]] std::vector<float> download_out() const;
 
   [[nodiscard]] int device() const { return device_; }
   [[nodiscard]] const Geometry& geometry() const { return geometry_; }

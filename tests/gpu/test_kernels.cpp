@@ -1,0 +1,336 @@
+// The kernels against the CPU reference (src/core/reference.hpp), on the GPU.
+//
+// Tolerance: kReferenceTolerance (2e-3 of the compared output's max |ref|), the one compare_to_reference
+// states. The GPU sums exact fp16 products in fp32 in the tensor core's order where the reference
+// sums them in double; that moves g, u and y by ~1e-6 relative, and can flip one fp16 rounding of
+// a16 (one ulp, 2^-11) on a few of the down GEMM's terms, together far below 1e-4 of max |ref|. A
+// wrong row, expert, scale or block moves outputs by 1e-2 or more. The stages with no sum (quantize,
+// combine) are compared bit for bit, swiglu (expf against std::exp, 1-2 ulps) at 1e-5.
+//
+// Every run poisons the outputs first (NaN bytes), so an element no kernel wrote shows as a NaN.
+#include "catch.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "core/half.hpp"
+#include "core/reference.hpp"
+#include "core/router.hpp"
+#include "cuda/layer_buffers.hpp"
+#include "cuda/owners.hpp"
+#include "kernels/kernels.hpp"
+
+using namespace tpgraph;
+
+namespace {
+
+struct Case {
+  Geometry g;
+  Routing routing;
+  const RankWeights* weights = nullptr;
+  std::vector<float> z;
+};
+
+// Weights depend on the geometry's experts, hidden and ff only: build each set once per process.
+const RankWeights& weights_for(const Geometry& g) {
+  static std::map<std::tuple<int, int, int>, RankWeights> cache;
+  const auto key = std::make_tuple(g.experts, g.hidden, g.ff);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make_rank_weights(g, 0, WeightsKind::random, 1)).first;
+  return it->second;
+}
+
+// z of a t-token batch is the first t rows of one 4096-token input, so batches share tokens.
+std::vector<float> input_prefix(const Geometry& g) {
+  Geometry big = g;
+  big.tokens = std::max(g.tokens, 4096);
+  static std::map<std::tuple<int, int>, std::vector<float>> cache;
+  const auto key = std::make_tuple(big.tokens, g.hidden);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make_layer_input(big, 7)).first;
+  return {it->second.begin(), it->second.begin() + std::int64_t{g.tokens} * g.hidden};
+}
+
+Case make_case(const Geometry& g) {
+  Case c;
+  c.g = g;
+  c.routing = build_routing(g);
+  c.weights = &weights_for(g);
+  c.z = input_prefix(g);
+  return c;
+}
+
+Geometry small_geometry(int experts, int top_k, int hidden, int ff, int tokens) {
+  Geometry g;
+  g.experts = experts;
+  g.top_k = top_k;
+  g.hidden = hidden;
+  g.ff = ff;
+  g.tokens = tokens;
+  g.ranks = 1;
+  return g;
+}
+
+RankTrace run_chain(const Case& c, Layout layout, int tile = -1) {
+  cuda::RankLayer layer(0, c.g, c.routing, *c.weights, layout, tile);
+  layer.upload_input(c.z);
+  layer.poison();
+  const cuda::Stream stream = cuda::make_stream(0);
+  layer.enqueue_chain(stream.get());
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  return layer.download_trace();
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class T>
+std::int64_t nan_count(const std::vector<T>& v) {
+  std::int64_t n = 0;
+  for (const T x : v) {
+    if constexpr (std::is_same_v<T, std::uint16_t>) {
+      n += std::isnan(half_to_float(x)) ? 1 : 0;
+    } else {
+      n += std::isnan(x) ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+void require_all_written(const RankTrace& t) {
+  CHECK(nan_count(t.z16) == 0);
+  CHECK(nan_count(t.zs) == 0);
+  CHECK(nan_count(t.g) == 0);
+  CHECK(nan_count(t.u) == 0);
+  CHECK(nan_count(t.a) == 0);
+  CHECK(nan_count(t.a16) == 0);
+  CHECK(nan_count(t.as) == 0);
+  CHECK(nan_count(t.y) == 0);
+  CHECK(nan_count(t.out) == 0);
+}
+
+void require_close(const std::vector<float>& gpu, const std::vector<float>& ref, double tolerance,
+                   const char* what) {
+  const Comparison cmp = compare_to_reference(gpu, ref, tolerance);
+  INFO(what << ": compared " << cmp.compared << ", mismatches " << cmp.mismatches << ", NaN " << cmp.nan_count
+            << ", max rel err " << cmp.max_rel_err << " (tolerance " << tolerance << "), absmax " << cmp.absmax);
+  CHECK(cmp.passed());
+  CHECK(!cmp.vacuous());
+}
+
+// Each stage of the GPU chain against the CPU's version of that stage fed with the GPU's own input
+// to it, so a failure names the kernel.
+void check_stages(const Case& c, const RankTrace& gpu) {
+  const auto pairs = static_cast<std::size_t>(c.routing.n_pairs());
+  const auto hidden = static_cast<std::size_t>(c.g.hidden);
+  const auto ff = static_cast<std::size_t>(c.g.ff);
+  require_all_written(gpu);
+
+  std::vector<std::uint16_t> z16(pairs * hidden);
+  std::vector<float> zs(pairs);
+  reference_gather_quantize(c.routing, c.z, c.g.hidden, z16, zs);
+  CHECK(same_bits(gpu.z16, z16));
+  CHECK(same_bits(gpu.zs, zs));
+
+  std::vector<float> g(pairs * ff), u(pairs * ff);
+  reference_grouped_gemm(c.routing, c.weights->gate, gpu.z16, gpu.zs, g);
+  reference_grouped_gemm(c.routing, c.weights->up, gpu.z16, gpu.zs, u);
+  require_close(gpu.g, g, kReferenceTolerance, "gate");
+  require_close(gpu.u, u, kReferenceTolerance, "up");
+
+  std::vector<float> a(pairs * ff);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = swiglu(gpu.g[i], gpu.u[i]);
+  require_close(gpu.a, a, 1e-5, "swiglu");
+
+  std::vector<std::uint16_t> a16(pairs * ff);
+  std::vector<float> as(pairs);
+  for (std::size_t i = 0; i < pairs; ++i) {
+    as[i] = quantize_row_to_half(std::span(gpu.a).subspan(i * ff, ff), std::span(a16).subspan(i * ff, ff));
+  }
+  CHECK(same_bits(gpu.a16, a16));
+  CHECK(same_bits(gpu.as, as));
+
+  std::vector<float> y(pairs * hidden);
+  reference_grouped_gemm(c.routing, c.weights->down, gpu.a16, gpu.as, y);
+  require_close(gpu.y, y, kReferenceTolerance, "down");
+
+  std::vector<int> all(static_cast<std::size_t>(c.g.tokens));
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(same_bits(gpu.out, reference_combine(c.routing, gpu.y, c.g.hidden, all)));
+  require_close(gpu.out, reference_rank_output(c.g, c.routing, *c.weights, c.z, all), kReferenceTolerance,
+                "rank output");
+}
+
+void check_same_outputs(const RankTrace& a, const RankTrace& b) {
+  CHECK(same_bits(a.g, b.g));
+  CHECK(same_bits(a.u, b.u));
+  CHECK(same_bits(a.a16, b.a16));
+  CHECK(same_bits(a.y, b.y));
+  CHECK(same_bits(a.out, b.out));
+}
+
+std::vector<int> row_counts(const Routing& r) {
+  std::vector<int> rows(static_cast<std::size_t>(r.experts), 0);
+  for (int a = 0; a < r.n_active(); ++a) {
+    rows[static_cast<std::size_t>(r.active_experts[static_cast<std::size_t>(a)])] =
+        r.offsets[static_cast<std::size_t>(a) + 1] - r.offsets[static_cast<std::size_t>(a)];
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("each kernel matches its CPU stage on small shapes, both layouts", "[gpu][kernels]") {
+  const Geometry shapes[] = {small_geometry(8, 1, 128, 64, 37), small_geometry(8, 2, 256, 64, 100),
+                             small_geometry(16, 4, 192, 128, 1), small_geometry(12, 3, 320, 192, 260)};
+  for (const Geometry& g : shapes) {
+    for (const Layout layout : {Layout::v1, Layout::v2}) {
+      DYNAMIC_SECTION("E=" << g.experts << " k=" << g.top_k << " hidden=" << g.hidden << " ff=" << g.ff
+                           << " t=" << g.tokens << " " << to_string(layout)) {
+        const Case c = make_case(g);
+        check_stages(c, run_chain(c, layout));
+      }
+    }
+  }
+}
+
+TEST_CASE("experts with 0, 1 and tile-misaligned row counts, every tile and layout, bit-identical", "[gpu][kernels]") {
+  // Find batches whose routing has the row counts that stress the tiling: an inactive expert, an
+  // expert with one row, one whose rows end mid-tile, and (second batch) one spanning several
+  // 64-row token blocks with a ragged end.
+  auto find = [](int experts, int top_k, int t_from, int t_to, auto&& wanted) {
+    for (int t = t_from; t <= t_to; ++t) {
+      const Geometry g = small_geometry(experts, top_k, 128, 64, t);
+      if (wanted(row_counts(build_routing(g)))) return g;
+    }
+    FAIL("no batch in the searched range has the row counts the test needs");
+    return Geometry{};
+  };
+  const Geometry sparse = find(32, 1, 2, 400, [](const std::vector<int>& rows) {
+    const bool zero = std::count(rows.begin(), rows.end(), 0) > 0;
+    const bool one = std::count(rows.begin(), rows.end(), 1) > 0;
+    const bool ragged = std::any_of(rows.begin(), rows.end(), [](int n) { return n > 8 && n % 8 != 0; });
+    return zero && one && ragged;
+  });
+  const Geometry dense = find(8, 2, 300, 700, [](const std::vector<int>& rows) {
+    return std::any_of(rows.begin(), rows.end(), [](int n) { return n > 128 && n % 64 != 0 && n % 8 != 0; });
+  });
+  for (const Geometry& g : {sparse, dense}) {
+    DYNAMIC_SECTION("E=" << g.experts << " k=" << g.top_k << " t=" << g.tokens) {
+      const Case c = make_case(g);
+      const RankTrace first = run_chain(c, Layout::v2, 0);
+      check_stages(c, first);
+      for (int tile = 0; tile < kernels::gemm_tile_count(); ++tile) {
+        for (const Layout layout : {Layout::v1, Layout::v2}) {
+          INFO("tile " << tile << " " << to_string(layout));
+          check_same_outputs(first, run_chain(c, layout, tile));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the full geometry matches the reference at t = 1, 43, 416, 576, 4096", "[gpu][kernels][full]") {
+  for (const int t : {1, 43, 416, 576, 4096}) {
+    DYNAMIC_SECTION("t=" << t) {
+      Geometry g;
+      g.tokens = t;
+      const Case c = make_case(g);
+      const RankTrace gpu = run_chain(c, Layout::v2);
+      require_all_written(gpu);
+      const std::vector<int> tokens = sample_tokens(t, 48);
+      std::vector<float> sampled;
+      sampled.reserve(tokens.size() * static_cast<std::size_t>(g.hidden));
+      for (const int token : tokens) {
+        const auto* row = gpu.out.data() + static_cast<std::ptrdiff_t>(token) * g.hidden;
+        sampled.insert(sampled.end(), row, row + g.hidden);
+      }
+      require_close(sampled, reference_rank_output(g, c.routing, *c.weights, c.z, tokens), kReferenceTolerance,
+                    "sampled rank output");
+    }
+  }
+}
+
+TEST_CASE("layouts v1 and v2 give bitwise identical outputs on the full geometry", "[gpu][kernels][full]") {
+  for (const int t : {43, 416}) {
+    DYNAMIC_SECTION("t=" << t) {
+      Geometry g;
+      g.tokens = t;
+      const Case c = make_case(g);
+      check_same_outputs(run_chain(c, Layout::v1), run_chain(c, Layout::v2));
+    }
+  }
+}
+
+TEST_CASE("a token's output is bitwise the same in a 43-token and a 4096-token batch", "[gpu][kernels][full]") {
+  Geometry small;
+  small.tokens = 43;
+  Geometry big;
+  big.tokens = 4096;
+  const RankTrace a = run_chain(make_case(small), Layout::v2);
+  const RankTrace b = run_chain(make_case(big), Layout::v2);
+  REQUIRE(a.out.size() == static_cast<std::size_t>(43) * static_cast<std::size_t>(small.hidden));
+  CHECK(std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(float)) == 0);
+  CHECK(nan_count(a.out) == 0);
+}
+
+TEST_CASE("replays of the captured chain are deterministic and match eager issue", "[gpu][kernels]") {
+  Geometry g;
+  g.tokens = 416;
+  const Case c = make_case(g);
+  cuda::RankLayer layer(0, c.g, c.routing, *c.weights, Layout::v2);
+  layer.upload_input(c.z);
+  const cuda::Stream stream = cuda::make_stream(0);
+  layer.poison();
+  layer.enqueue_chain(stream.get());
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  const std::vector<float> eager = layer.download_out();
+  REQUIRE(nan_count(eager) == 0);
+
+  cudaGraph_t raw = nullptr;
+  TPG_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+  layer.enqueue_chain(stream.get());
+  TPG_CUDA(cudaStreamEndCapture(stream.get(), &raw));
+  const cuda::Graph graph(raw, 0);
+  const cuda::GraphExec exec = cuda::instantiate(graph);
+  for (int replay = 0; replay < 3; ++replay) {
+    layer.poison();
+    TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
+    TPG_CUDA(cudaStreamSynchronize(stream.get()));
+    INFO("replay " << replay);
+    CHECK(same_bits(layer.download_out(), eager));
+  }
+}
+
+TEST_CASE("join_reduce adds the partials in rank order", "[gpu][kernels]") {
+  const std::size_t n = 1000;
+  std::vector<float> root(n), p1(n), p2(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    root[i] = 1.0f + static_cast<float>(i) * 1e-3f;
+    p1[i] = 1e8f;
+    p2[i] = -1e8f;
+  }
+  auto d_root = cuda::to_device<float>(0, root);
+  auto d_p1 = cuda::to_device<float>(0, p1);
+  auto d_p2 = cuda::to_device<float>(0, p2);
+  const std::vector<const float*> ptrs{d_p1.get(), d_p2.get()};
+  auto d_ptrs = cuda::to_device<const float*>(0, ptrs);
+  const cuda::Stream stream = cuda::make_stream(0);
+  kernels::join_reduce(d_ptrs.get(), 2, static_cast<std::int64_t>(n), d_root.get(), stream.get());
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  const auto got = d_root.download();
+  // ((root + 1e8) - 1e8) loses root's fraction: the order shows.
+  for (std::size_t i = 0; i < n; ++i) {
+    const float expected = (root[i] + p1[i]) + p2[i];
+    REQUIRE(got[i] == expected);
+  }
+}
