@@ -1,13 +1,52 @@
-// Placeholder until its issue lands: the command exists and says it is not built yet.
-#include <stdexcept>
+// tpgraph analyze RUN [--out DIR]: every output of a run recomputed from its records.json, no GPU.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "core/report.hpp"
+#include "core/run_data.hpp"
+#include "core/run_outputs.hpp"
 
 namespace tpgraph::cli {
 
+namespace {
+
+struct AnalyzeOptions {
+  std::string run;
+  std::string out;
+};
+
+bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
+
+void analyze(const AnalyzeOptions& opts) {
+  const std::filesystem::path records = resolve_records_path(opts.run);
+  const RunData run = load_raw_records(records);
+  std::filesystem::path from = records.parent_path();
+  if (from.empty()) from = ".";
+  const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
+  // Analysing a run in its own folder leaves its records.json untouched.
+  const RunAnalysis analysis = analyze_run(run);
+  const auto files = write_run_outputs(run, analysis, dir, !same_folder(dir, from));
+  fmt::print("{}\n", render_terminal_table(run, analysis));
+  fmt::print("wrote {} files to {}\n", files.size(), dir.string());
+}
+
+}  // namespace
+
 void add_analyze_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("analyze", "(not built yet)");
-  cmd->callback([] { throw std::runtime_error("'analyze' is not built yet"); });
+  auto opts = std::make_shared<AnalyzeOptions>();
+  auto* cmd = app.add_subcommand(
+      "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
+  cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
+  cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
+  cmd->callback([opts] { analyze(*opts); });
 }
 
 }  // namespace tpgraph::cli

@@ -183,12 +183,14 @@ json graph_to_json(const LayerGraph& g) {
   }
   json edges = json::array();
   for (const auto& e : g.edges) edges.push_back(json::array({e.from, e.to}));
-  return json{{"ranks", g.ranks}, {"nodes", nodes}, {"edges", edges}};
+  return json{{"ranks", g.ranks}, {"layers", g.layers}, {"nodes", nodes}, {"edges", edges},
+              {"end_joins", g.end_joins}};
 }
 
 LayerGraph graph_from_json(const Reader& r) {
   LayerGraph g;
   g.ranks = r.at("ranks").int32(1);
+  g.layers = r.at("layers").int32(0);
   const Reader nodes = r.at("nodes");
   const std::size_t count = nodes.size_of_array();
   for (std::size_t i = 0; i < count; ++i) {
@@ -215,6 +217,8 @@ LayerGraph graph_from_json(const Reader& r) {
     if (e.size_of_array() != 2) e.fail("expected [from, to]");
     g.edges.push_back(Edge{e.at(0).int32(0, last), e.at(1).int32(0, last)});
   }
+  const Reader joins = r.at("end_joins");
+  for (std::size_t i = 0; i < joins.size_of_array(); ++i) g.end_joins.push_back(joins.at(i).int32(0, last));
   return g;
 }
 

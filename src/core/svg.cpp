@@ -105,7 +105,8 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   const double legend_y = axis_y + 44;
   const double height = legend_y + 30;
   const auto x_of = [&](std::uint64_t t) {
-    const double us = (static_cast<double>(t) - static_cast<double>(t0)) / 1000.0;
+    // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+    const double us = t >= t0 ? static_cast<double>(t - t0) / 1000.0 : -static_cast<double>(t0 - t) / 1000.0;
     return left + us / span_us * plot_w;
   };
 

@@ -14,7 +14,9 @@ namespace tpgraph {
 namespace {
 
 double ns_to_us(std::uint64_t later, std::uint64_t earlier) {
-  return (static_cast<double>(later) - static_cast<double>(earlier)) / 1000.0;
+  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+  const auto diff = later >= earlier ? static_cast<double>(later - earlier) : -static_cast<double>(earlier - later);
+  return diff / 1000.0;
 }
 
 // CUPTI reports kernels and copies; allocation, free and event-record nodes leave no record.

@@ -17,7 +17,8 @@ using nlohmann::json;
 namespace {
 
 double rel_us(std::uint64_t t, std::uint64_t base) {
-  const double us = (static_cast<double>(t) - static_cast<double>(base)) / 1000.0;
+  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+  const double us = t >= base ? static_cast<double>(t - base) / 1000.0 : -static_cast<double>(base - t) / 1000.0;
   return std::round(us * 1000.0) / 1000.0;
 }
 

@@ -1,0 +1,243 @@
+#include <algorithm>
+
+#include "catch.hpp"
+#include "core/timeline.hpp"
+#include "run_fixture.hpp"
+
+using namespace tpgraph;
+using namespace tpgraph::testing;
+
+namespace {
+
+const NodeWaitSummary& wait_of(const VariantRun& run, const VariantTimeline& v, std::string_view label) {
+  const Node* n = run.graph.find(label);
+  REQUIRE(n != nullptr);
+  const auto it = std::find_if(v.waits.begin(), v.waits.end(), [&](const NodeWaitSummary& w) { return w.node == n->id; });
+  REQUIRE(it != v.waits.end());
+  return *it;
+}
+
+// A graph small enough to reason about: r0: a -> ev -> b; r1: c waits on ev (a cross-rank edge
+// through an event node, which leaves no record), d after c.
+VariantRun tiny_variant() {
+  VariantRun v;
+  v.scenario = small_scenario("tiny", 1);
+  v.graph.ranks = 2;
+  v.graph.layers = 1;
+  const auto add = [&](int rank, NodeKind kind, std::string label) {
+    Node n;
+    n.id = static_cast<int>(v.graph.nodes.size());
+    n.rank = rank;
+    n.stream = rank;
+    n.kind = kind;
+    n.role = kind == NodeKind::event ? Role::span_end : Role::gate;
+    n.label = std::move(label);
+    v.graph.nodes.push_back(n);
+    return n.id;
+  };
+  const int a = add(0, NodeKind::gemm, "a");
+  const int ev = add(0, NodeKind::event, "ev");
+  const int b = add(0, NodeKind::gemm, "b");
+  const int c = add(1, NodeKind::gemm, "c");
+  const int d = add(1, NodeKind::gemm, "d");
+  v.graph.edges = {{a, ev}, {ev, b}, {ev, c}, {c, d}};
+  const auto rec = [&](int node, std::uint64_t start_us, std::uint64_t end_us) {
+    ActivityRecord r;
+    r.start_ns = kClock0 + start_us * 1000;
+    r.end_ns = kClock0 + end_us * 1000;
+    r.node = node;
+    r.replay = 0;
+    v.records.push_back(r);
+  };
+  rec(a, 0, 10);
+  rec(b, 15, 20);    // ready at 10 (a's end, through ev): waited 5
+  rec(c, 100, 110);  // ready at 10 on the other rank: waited 90
+  rec(d, 111, 120);  // 1 after c
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("overlap is the shared time over the shorter window", "[timeline]") {
+  CHECK(overlap_fraction(0, 100, 50, 150) == Approx(0.5));
+  CHECK(overlap_fraction(0, 100, 20, 40) == Approx(1.0));  // the shorter lies inside the longer
+  CHECK(overlap_fraction(0, 100, 100, 200) == 0.0);        // back to back
+  CHECK(overlap_fraction(0, 100, 300, 400) == 0.0);
+  CHECK(overlap_fraction(0, 0, 0, 100) == 0.0);            // an empty window shares nothing
+}
+
+TEST_CASE("verdict thresholds split overlapped, partial and serialized", "[timeline]") {
+  CHECK(verdict_of(0.9, 2) == Verdict::overlapped);
+  CHECK(verdict_of(kOverlappedAtLeast, 2) == Verdict::overlapped);
+  CHECK(verdict_of(0.3, 2) == Verdict::partial);
+  CHECK(verdict_of(kSerializedAtMost, 2) == Verdict::serialized);
+  CHECK(verdict_of(0.0, 2) == Verdict::serialized);
+  CHECK(verdict_of(std::nullopt, 2) == Verdict::no_data);
+  CHECK(verdict_of(0.0, 1) == Verdict::single_rank);
+  CHECK(verdict_thresholds_text().find("0.50") != std::string::npos);
+  CHECK(verdict_thresholds_text().find("0.05") != std::string::npos);
+}
+
+TEST_CASE("summaries interpolate percentiles over replays", "[timeline]") {
+  const Stats s = summarize({10, 1, 9, 2, 8, 3, 7, 4, 6, 5});
+  CHECK(s.count == 10);
+  CHECK(s.min == 1);
+  CHECK(s.max == 10);
+  CHECK(s.median == Approx(5.5));
+  CHECK(s.p90 == Approx(9.1));
+  CHECK(summarize({}).count == 0);
+}
+
+TEST_CASE("two ranks that run side by side are OVERLAPPED", "[timeline]") {
+  const VariantRun run = scheduled_variant(small_scenario("side-by-side", 5), {0, 1'000});
+  const VariantTimeline v = analyze_variant(run);
+  REQUIRE(v.replays.size() == 5);
+  CHECK(v.verdict == Verdict::overlapped);
+  CHECK(v.verdict_counts[static_cast<std::size_t>(Verdict::overlapped)] == 5);
+  // 7 ops of 10 µs on each rank; rank 1 starts 1 µs later.
+  CHECK(v.rank_summaries[0].span_us.median == Approx(70.0));
+  CHECK(v.rank_summaries[1].offset_us.median == Approx(1.0));
+  CHECK(v.rank_summaries[0].offset_us.median == Approx(0.0));
+  CHECK(v.overlap.median == Approx(69.0 / 70.0));
+  CHECK(v.health.clean());
+}
+
+TEST_CASE("rank 1 starting after rank 0 ends is SERIALIZED, and its first node shows the wait", "[timeline]") {
+  const VariantRun run = scheduled_variant(small_scenario("one-after-the-other", 4), {0, 72'000});
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.verdict == Verdict::serialized);
+  CHECK(v.overlap.max == 0.0);
+  CHECK(v.rank_summaries[1].offset_us.median == Approx(72.0));
+  // r1.quant_z depends on nothing recorded (its begin event has no recorded ancestor), so it was
+  // ready when the replay began, and waited 72 µs for something the graph does not show.
+  REQUIRE_FALSE(v.waits.empty());
+  const Node& top = run.graph.nodes[static_cast<std::size_t>(v.waits.front().node)];
+  CHECK(top.label == "r1.quant_z");
+  CHECK(top.rank == 1);
+  CHECK(v.waits.front().wait_us.median == Approx(72.0));
+  CHECK(v.waits.front().ready_from == -1);
+  CHECK(wait_of(run, v, "r0.gate").wait_us.max == Approx(0.0));
+}
+
+TEST_CASE("ranks sharing part of their windows are PARTIAL", "[timeline]") {
+  const VariantRun run = scheduled_variant(small_scenario("half", 3), {0, 40'000});
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.verdict == Verdict::partial);
+  CHECK(v.overlap.median == Approx(30.0 / 70.0));
+}
+
+TEST_CASE("ready time walks through event nodes to the latest recorded predecessor", "[timeline]") {
+  const VariantRun run = tiny_variant();
+  const VariantTimeline v = analyze_variant(run);
+  const auto& t = v.timings.at(0);
+  // a: nothing before it: ready at the replay's first start.
+  CHECK(t[0].wait_us == Approx(0.0));
+  CHECK(t[0].ready_from == -1);
+  // b after a through the event node.
+  CHECK(t[2].ready_from == 0);
+  CHECK(t[2].wait_us == Approx(5.0));
+  // c on rank 1 waited 90 µs after a ended: what the graph does not explain.
+  CHECK(t[3].ready_from == 0);
+  CHECK(t[3].wait_us == Approx(90.0));
+  CHECK(t[4].ready_from == 3);
+  CHECK(t[4].wait_us == Approx(1.0));
+  CHECK(v.waits.front().node == 3);
+}
+
+TEST_CASE("a missing record is counted and the ready time walks past its node", "[timeline]") {
+  VariantRun run = tiny_variant();
+  run.records.erase(run.records.begin() + 2);  // c's record
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.health.missing == 1);
+  CHECK_FALSE(v.health.clean());
+  CHECK(v.health.problems().find("1 kernel/copy nodes with no record") != std::string::npos);
+  // d now depends (through the missing c) on a.
+  CHECK(v.timings[0][4].ready_from == 0);
+}
+
+TEST_CASE("dropped, untimed and unmatched records make the variant unclean", "[timeline]") {
+  VariantRun run = scheduled_variant(small_scenario("dirty", 2), {0, 1'000});
+  run.health.dropped = 3;
+  ActivityRecord untimed = run.records.front();
+  untimed.start_ns = 0;
+  ActivityRecord unmatched = run.records.front();
+  unmatched.node = -1;
+  ActivityRecord warmup = run.records.front();
+  warmup.replay = -1;
+  run.records.push_back(untimed);
+  run.records.push_back(unmatched);
+  run.records.push_back(warmup);
+  const VariantTimeline v = analyze_variant(run);
+  CHECK_FALSE(v.health.clean());
+  CHECK(v.health.no_timestamp_seen == 1);
+  CHECK(v.health.unmatched_seen == 1);
+  CHECK(v.health.replay_out_of_range == 1);
+  const std::string p = v.health.problems();
+  CHECK(p.find("3 records dropped by CUPTI") != std::string::npos);
+  CHECK(p.find("1 records without a timestamp") != std::string::npos);
+  CHECK(p.find("1 records matching no graph node") != std::string::npos);
+  // The analysis itself is unchanged by the bad records.
+  CHECK(v.verdict == Verdict::overlapped);
+}
+
+TEST_CASE("CUPTI spans are checked against the event-node spans", "[timeline]") {
+  SECTION("events 2 µs outside a 70 µs chain: within 2%? no: 70/72 is off by 2.8%") {
+    const VariantTimeline v = analyze_variant(scheduled_variant(small_scenario("events", 3), {0, 1'000}));
+    CHECK(v.rank_summaries[0].cupti_over_event.median == Approx(70.0 / 72.0));
+    CHECK(v.rank_summaries[0].event_minus_cupti_us.median == Approx(2.0));
+    CHECK(v.rank_summaries[0].event_mismatch);
+  }
+  SECTION("a long chain makes the same 2 µs negligible") {
+    const VariantTimeline v =
+        analyze_variant(scheduled_variant(small_scenario("events", 3), {0, 1'000}, 100'000, 0, 10'000'000));
+    CHECK(v.rank_summaries[1].cupti_over_event.median == Approx(700.0 / 702.0));
+    CHECK_FALSE(v.rank_summaries[1].event_mismatch);
+  }
+}
+
+TEST_CASE("with layers the overlap is taken per layer, so layer-by-layer serialization shows", "[timeline]") {
+  Scenario s = small_scenario("layers", 2);
+  s.layers = 2;
+  s.join = JoinKind::reduce;
+  VariantRun run = scheduled_variant(s, {0, 0}, 10'000, 0, 10'000'000);
+  // Lay the ranks out layer by layer, one after the other: r0 L0, r1 L0, r0 L1, r1 L1.
+  for (auto& a : run.records) {
+    const Node& n = run.graph.nodes[static_cast<std::size_t>(a.node)];
+    const std::uint64_t slot = static_cast<std::uint64_t>(n.layer * 2 + n.rank);
+    const std::uint64_t begin = kClock0 + static_cast<std::uint64_t>(a.replay) * 10'000'000;
+    const std::uint64_t within = (a.start_ns - begin) % 1'000'000;  // position in its rank's chain
+    a.start_ns = begin + slot * 1'000'000 + within;
+    a.end_ns = a.start_ns + 1'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.layers == 2);
+  // Whole-replay windows would overlap by half; per layer they share nothing.
+  CHECK(v.verdict == Verdict::serialized);
+}
+
+TEST_CASE("with three ranks each is compared to the root and the smallest overlap decides", "[timeline]") {
+  Scenario s = small_scenario("three", 2);
+  s.geometry.ranks = 3;
+  const VariantTimeline v = analyze_variant(scheduled_variant(s, {0, 0, 60'000}));
+  REQUIRE(v.overlap_vs_root.size() == 3);
+  CHECK(v.overlap_vs_root[0].count == 0);
+  CHECK(v.overlap_vs_root[1].median == Approx(1.0));
+  CHECK(v.overlap_vs_root[2].median == Approx(10.0 / 70.0));
+  CHECK(v.overlap.median == Approx(10.0 / 70.0));
+  CHECK(v.verdict == Verdict::partial);
+}
+
+TEST_CASE("tracing cost and host launch cost are summarized", "[timeline]") {
+  const VariantTimeline v = analyze_variant(scheduled_variant(small_scenario("costs", 5), {0, 0}));
+  REQUIRE(v.tracing_cost.has_value());
+  CHECK(*v.tracing_cost == Approx(1.03));
+  CHECK(v.host_launch_us.median == Approx(12.0));
+  CHECK(v.host_launch_us.max == Approx(14.0));
+}
+
+TEST_CASE("run analysis takes its time base from the earliest record", "[timeline]") {
+  RunData run = single_variant_run(scheduled_variant(small_scenario("a", 2), {5'000, 0}));
+  const RunAnalysis a = analyze_run(run);
+  CHECK(a.base_ns == kClock0);
+  CHECK(a.collection_clean());
+}
