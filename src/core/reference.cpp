@@ -154,20 +154,27 @@ void reference_grouped_gemm(const Routing& routing, std::span<const Nvfp4Matrix>
   require(x16.size() == rows * static_cast<std::size_t>(in_f) && xs.size() == rows &&
               y.size() == rows * static_cast<std::size_t>(out_f),
           "reference_grouped_gemm: sizes do not match the routing and the matrices");
-  const std::vector<float> x = halves_to_floats(x16);
   const int workers = worker_count(routing.n_active());
-  std::vector<std::vector<float>> w_rows(static_cast<std::size_t>(workers));
+  struct Scratch {
+    std::vector<float> x, w_row;
+  };
+  std::vector<Scratch> scratch(static_cast<std::size_t>(workers));
   parallel_for(routing.n_active(), workers, [&](std::int64_t a, int worker) {
     const auto first = static_cast<std::size_t>(routing.offsets[to_size(a)]);
     const auto last = static_cast<std::size_t>(routing.offsets[to_size(a) + 1]);
+    const auto in = static_cast<std::size_t>(in_f);
+    Scratch& s = scratch[static_cast<std::size_t>(worker)];
+    // Only this expert's rows as floats: the whole x16 at t = 4096 would be 512 MiB.
+    s.x.resize((last - first) * in);
+    for (std::size_t i = 0; i < s.x.size(); ++i) s.x[i] = half_to_float(x16[first * in + i]);
     std::vector<const float*> x_rows;
     std::vector<float*> y_rows;
     for (std::size_t i = first; i < last; ++i) {
-      x_rows.push_back(x.data() + i * static_cast<std::size_t>(in_f));
+      x_rows.push_back(s.x.data() + (i - first) * in);
       y_rows.push_back(y.data() + i * static_cast<std::size_t>(out_f));
     }
     const auto expert = static_cast<std::size_t>(routing.active_experts[to_size(a)]);
-    expert_gemm(w[expert], x_rows, xs.subspan(first, last - first), y_rows, w_rows[static_cast<std::size_t>(worker)]);
+    expert_gemm(w[expert], x_rows, xs.subspan(first, last - first), y_rows, s.w_row);
   });
 }
 
