@@ -1,13 +1,81 @@
-// Placeholder until its issue lands: the command exists and says it is not built yet.
-#include <stdexcept>
+// tpgraph dot [SCENARIO] [options] [-o FILE] [--captured]: the layer graph as Graphviz DOT.
+#include <fmt/core.h>
 
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/captured_dot.hpp"
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/dot.hpp"
+#include "core/error.hpp"
+#include "core/layer_graph.hpp"
+#include "core/router.hpp"
 
 namespace tpgraph::cli {
+namespace {
+
+struct DotArgs {
+  std::string scenario;
+  ScenarioOptions overrides;
+  std::string output;
+  bool captured = false;
+};
+
+// Write to FILE.tmp, then rename: a failed or interrupted write never leaves a half file as FILE.
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) throw InputError(fmt::format("{}: cannot write here", path.string()));
+    file << text;
+    file.close();
+    if (!file) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw InputError(fmt::format("{}: writing failed", path.string()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write here", path.string()));
+  }
+}
+
+void run_dot(const DotArgs& args) {
+  const Scenario s = scenario_from(args.scenario, args.overrides);
+  if (args.captured) {
+    if (args.output.empty())
+      throw InputError("dot --captured writes the driver's dump to a file: give -o FILE");
+    write_captured_dot(s, args.output);
+    return;
+  }
+  const Routing routing = build_routing(s.geometry);
+  const LayerGraph graph = build_layer_graph(s, routing, assumed_visible_devices(s));
+  const std::string text = layer_graph_dot(graph, s);
+  if (args.output.empty() || args.output == "-") {
+    std::fputs(text.c_str(), stdout);
+  } else {
+    write_atomically(args.output, text);
+  }
+}
+
+}  // namespace
 
 void add_dot_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("dot", "(not built yet)");
-  cmd->callback([] { throw std::runtime_error("'dot' is not built yet"); });
+  auto args = std::make_shared<DotArgs>();
+  auto* cmd = app.add_subcommand("dot", "the layer graph as Graphviz DOT (no GPU); --captured: the driver's dump");
+  cmd->add_option("scenario", args->scenario,
+                  "scenario name in graphs/ (baseline, peer-copy, ...) or a .json path; default: baseline");
+  add_scenario_options(*cmd, args->overrides);
+  cmd->add_option("-o,--output", args->output, "write to FILE instead of stdout");
+  cmd->add_flag("--captured", args->captured,
+                "capture on the GPU and write the driver's verbose dump (cudaGraphDebugDotPrint); needs -o");
+  cmd->callback([args] { run_dot(*args); });
 }
 
 }  // namespace tpgraph::cli

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scenario.hpp"
@@ -32,5 +33,10 @@ void apply_scenario_options(const ScenarioOptions& opts, Scenario& s);
 [[nodiscard]] std::filesystem::path graphs_dir();
 // Resolve a scenario name/path (or the default baseline when empty) and apply the flags.
 [[nodiscard]] Scenario scenario_from(const std::string& name_or_path, const ScenarioOptions& opts);
+// The GPU count the GPU-free commands (plan, dot) map ranks with when --devices is not given: one
+// GPU per rank. `run` uses the real count instead.
+[[nodiscard]] int assumed_visible_devices(const Scenario& s);
+// "0,1" -> {0, 1}; throws InputError naming `where`.
+[[nodiscard]] std::vector<int> parse_device_list(const std::string& text, std::string_view where);
 
 }  // namespace tpgraph::cli

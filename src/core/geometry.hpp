@@ -17,8 +17,15 @@ struct Geometry {
   friend bool operator==(const Geometry&, const Geometry&) = default;
 };
 
+// Upper bounds keep every product in range: pairs fit the int32 CSR arrays, byte counts fit int64.
+inline constexpr int kMaxExperts = 4096;
+inline constexpr int kMaxWidth = 65536;  // hidden and ff
+inline constexpr int kMaxTokens = 1 << 20;
+inline constexpr int kMaxRanks = 64;
+
 // Throws InputError naming the first invalid field and what is accepted: hidden and ff multiples
-// of 64 (one NVFP4 chunk), 1 <= top_k <= experts, tokens >= 1, ranks >= 1.
+// of 64 (one NVFP4 chunk), 1 <= top_k <= experts, tokens >= 1, experts >= 1, ranks >= 1, each
+// under the bounds above, and tokens * top_k < 2^31 (the CSR arrays are int32).
 void validate(const Geometry& g);
 
 // Bytes of one NVFP4 matrix of rows x cols (cols a multiple of 64): 36 bytes per 64 elements.
@@ -27,12 +34,23 @@ void validate(const Geometry& g);
 // Device memory one rank needs, by buffer, for a given geometry (resident buffers; a run with
 // fresh allocation needs the working set again as pool headroom).
 struct MemoryEstimate {
-  std::int64_t weights = 0;      // gate + up + down, all experts, NVFP4
+  std::int64_t weights = 0;      // gate + up + down, all experts, NVFP4, plus their fp32 scales
   std::int64_t activations = 0;  // z, z16/zs, g, u, a, a16/as, y, out
-  std::int64_t routing = 0;      // CSR arrays
-  [[nodiscard]] std::int64_t total() const { return weights + activations + routing; }
+  std::int64_t routing = 0;      // CSR arrays (active experts counted at their maximum, E)
+  std::int64_t staging = 0;      // root only, join != none: the other ranks' partials
+  std::int64_t pool = 0;         // alloc fresh: the in-graph pool's working set
+  [[nodiscard]] std::int64_t total() const { return weights + activations + routing + staging + pool; }
 };
 [[nodiscard]] MemoryEstimate memory_per_rank(const Geometry& g);
+// The variant-aware form: `staged_partials` other ranks' outputs staged on this rank (the root
+// with a join: ranks - 1, else 0), and the pool when the working set is allocated in the graph.
+[[nodiscard]] MemoryEstimate memory_per_rank(const Geometry& g, int staged_partials, bool fresh_alloc);
+// The per-layer working set a rank computes through: z16/zs, g, u, a, a16/as, y. With alloc fresh
+// it is what one rank's alloc node allocates.
+[[nodiscard]] std::int64_t working_set_bytes(const Geometry& g);
+
+// Throws InputError when `needed` bytes do not fit in `available` on `device`, saying both.
+void check_memory_fits(std::int64_t needed, std::int64_t available, int device);
 
 // "1.27 GiB", "84.0 MiB": for messages and tables.
 [[nodiscard]] std::string format_bytes(std::int64_t bytes);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/geometry.hpp"
@@ -47,7 +48,26 @@ struct Scenario {
   [[nodiscard]] int copy_row_count() const;
   // The GPU of rank r given the visible device count (used when `devices` is empty).
   [[nodiscard]] int device_of(int rank, int visible_devices) const;
+
+  friend bool operator==(const Scenario&, const Scenario&) = default;
 };
+
+// Enum values by their file/flag spelling ("per-rank"). `where` names the field or flag for the
+// message; a value not accepted throws InputError listing the accepted ones.
+[[nodiscard]] PeerCopy parse_peer_copy(std::string_view value, std::string_view where);
+[[nodiscard]] JoinKind parse_join(std::string_view value, std::string_view where);
+[[nodiscard]] AllocKind parse_alloc(std::string_view value, std::string_view where);
+[[nodiscard]] IssueKind parse_issue(std::string_view value, std::string_view where);
+[[nodiscard]] Layout parse_layout(std::string_view value, std::string_view where);
+[[nodiscard]] WeightsKind parse_weights(std::string_view value, std::string_view where);
+// copy_rows: a positive row count, or "all" (nullopt).
+[[nodiscard]] std::optional<int> parse_copy_rows(std::string_view value, std::string_view where);
+
+// Memory of rank r under this scenario (the root stages partials when there is a join; alloc fresh
+// adds the pool), and the sum per GPU when ranks share one: {device, bytes}, ascending device.
+[[nodiscard]] MemoryEstimate memory_of_rank(const Scenario& s, int rank);
+[[nodiscard]] std::vector<std::pair<int, std::int64_t>> memory_per_device(const Scenario& s,
+                                                                          int visible_devices);
 
 // Throws InputError naming the bad field or value (and what is accepted).
 void validate(const Scenario& s);

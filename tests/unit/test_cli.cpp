@@ -1,0 +1,199 @@
+// Runs the built tpgraph binary: exit codes and messages as a user sees them.
+#include "catch.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+const std::string kSource = TPGRAPH_SOURCE_DIR;
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+  std::string out;     // stdout only
+};
+
+// Runs `tpgraph ARGS` from the repository root (so graphs/ resolves either way); stderr is captured
+// separately so JSON on stdout stays parseable.
+Result tpgraph(const std::string& args, const std::string& env = "") {
+  static int serial = 0;
+  const auto err_file = std::filesystem::temp_directory_path() /
+                        ("tpgraph-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".err");
+  const std::string command = "cd '" + kSource + "' && " + env + " '" + TPGRAPH_BINARY + "' " + args + " 2>'" +
+                              err_file.string() + "'";
+  Result r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int raw = ::pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream err(err_file);
+  r.output = r.out + std::string(std::istreambuf_iterator<char>(err), {});
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A bad input: exit 2 and one line on stderr that contains `part`.
+void check_rejected(const std::string& args, const std::string& part) {
+  const auto r = tpgraph(args);
+  INFO("tpgraph " << args << "\n" << r.output);
+  CHECK(r.status == 2);
+  CHECK(mentions(r.output, part));
+  CHECK(r.out.empty());
+  const auto first_newline = r.output.find('\n');
+  CHECK(first_newline == r.output.size() - 1);  // exactly one line
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() : path(std::filesystem::temp_directory_path() / ("tpgraph-cli-dir-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const std::string& name, const std::string& text) const {
+    const auto p = path / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plan --json reports the router's figures at t=43", "[cli]") {
+  const auto r = tpgraph("plan --tokens 43 --json");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("n_pairs") == 344);
+  CHECK(j.at("n_active") == 196);
+  CHECK(j.at("routing").at("min_rows").get<int>() >= 1);
+  CHECK(j.at("scenario").at("name") == "baseline");
+  CHECK(j.at("graph").at("ranks").size() == 2);
+  CHECK(j.at("graph").at("ranks")[1].at("nodes_by_cuda_type").at("kernel") == 7);
+  CHECK(j.at("memory").at("per_rank")[0].at("total").get<std::int64_t>() > 0);
+}
+
+TEST_CASE("plan prints geometry, memory, routing and the graph", "[cli]") {
+  const auto r = tpgraph("plan peer-copy --tokens 43");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(mentions(r.out, "pairs 344, active experts 196 of 288"));
+  CHECK(mentions(r.out, "peer copy per-rank (32 rows)"));
+  CHECK(mentions(r.out, "per GPU:"));
+  CHECK(mentions(r.out, "rank 1 (GPU 1)"));
+}
+
+TEST_CASE("plan sums memory per GPU when ranks share one", "[cli]") {
+  const auto r = tpgraph("plan --devices 0,0 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& per_rank = j.at("memory").at("per_rank");
+  REQUIRE(j.at("memory").at("per_device").size() == 1);
+  CHECK(j.at("memory").at("per_device")[0].at("total").get<std::int64_t>() ==
+        per_rank[0].at("total").get<std::int64_t>() + per_rank[1].at("total").get<std::int64_t>());
+}
+
+TEST_CASE("flags override the scenario file, the file overrides the defaults", "[cli]") {
+  const auto r = tpgraph("plan root-busy --copy-rows 7 --layers 2 --json");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto s = nlohmann::json::parse(r.out).at("scenario");
+  CHECK(s.at("copy_rows") == 7);        // flag over file (32)
+  CHECK(s.at("layers") == 2);           // flag over default
+  CHECK(s.at("root_busy") == 4);        // file over default
+  CHECK(s.at("peer_copy") == "per-rank");
+  CHECK(s.at("geometry").at("tokens") == 4096);  // default
+}
+
+TEST_CASE("a scenario can be named by path and TPGRAPH_GRAPHS moves graphs/", "[cli]") {
+  TempDir dir;
+  const auto path = dir.file("mine.json", R"({"layers": 3})");
+  const auto by_path = tpgraph("plan '" + path + "' --tokens 43 --json");
+  REQUIRE(by_path.status == 0);
+  CHECK(nlohmann::json::parse(by_path.out).at("scenario").at("layers") == 3);
+  const auto moved = tpgraph("plan mine --tokens 43 --json", "TPGRAPH_GRAPHS='" + dir.path.string() + "'");
+  INFO(moved.output);
+  REQUIRE(moved.status == 0);
+  CHECK(nlohmann::json::parse(moved.out).at("scenario").at("name") == "mine");
+}
+
+TEST_CASE("dot writes the file whole, leaving no temporary behind", "[cli]") {
+  TempDir dir;
+  const auto out = dir.path / "g.dot";
+  const auto r = tpgraph("dot join --tokens 43 -o '" + out.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream file(out);
+  const std::string text{std::istreambuf_iterator<char>(file), {}};
+  CHECK(text.rfind("digraph tpgraph {", 0) == 0);
+  CHECK(mentions(text, "r1->r0.copy"));
+  CHECK_FALSE(std::filesystem::exists(dir.path / "g.dot.tmp"));
+}
+
+TEST_CASE("dot prints to stdout without -o", "[cli]") {
+  const auto r = tpgraph("dot --tokens 43");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("digraph tpgraph {", 0) == 0);
+}
+
+TEST_CASE("dot into a missing folder fails without leaving a file", "[cli][errors]") {
+  check_rejected("dot --tokens 43 -o /nonexistent-dir/g.dot", "/nonexistent-dir/g.dot");
+}
+
+TEST_CASE("dot --captured needs -o", "[cli][errors]") { check_rejected("dot --captured", "-o FILE"); }
+
+TEST_CASE("bad scenario files exit 2 with one line naming the problem", "[cli][errors]") {
+  TempDir dir;
+  SECTION("missing file") { check_rejected("plan /nonexistent/s.json", "/nonexistent/s.json: no such scenario file"); }
+  SECTION("unknown name") { check_rejected("plan no-such-variant", "unknown scenario 'no-such-variant'"); }
+  SECTION("broken JSON") {
+    const auto path = dir.file("broken.json", "{\n  \"layers\": 2,\n  \"join\": reduce\n}\n");
+    check_rejected("plan '" + path + "'", path + ":3:");
+  }
+  SECTION("unknown field") {
+    const auto path = dir.file("typo.json", R"({"layer": 2})");
+    check_rejected("plan '" + path + "'", "unknown field 'layer'; accepted: name, description");
+  }
+  SECTION("wrong type") {
+    const auto path = dir.file("type.json", R"({"root_busy": "four"})");
+    check_rejected("plan '" + path + "'", "field 'root_busy' must be an integer, got string");
+  }
+  SECTION("bad enum value") {
+    const auto path = dir.file("enum.json", R"({"alloc": "pool"})");
+    check_rejected("plan '" + path + "'", "accepted: resident, fresh");
+  }
+}
+
+TEST_CASE("invalid geometry and bad flags exit 2 with one line", "[cli][errors]") {
+  check_rejected("plan --hidden 100", "hidden = 100");
+  check_rejected("plan --ff 65", "ff = 65");
+  check_rejected("plan --tokens 0", "tokens = 0");
+  check_rejected("plan --top-k 999", "top_k = 999");
+  check_rejected("plan --experts 0", "experts = 0");
+  check_rejected("plan --ranks 0", "ranks = 0");
+  check_rejected("plan --layers 0", "layers = 0");
+  check_rejected("plan --join sum", "--join: 'sum' is not accepted; accepted: none, copy, reduce");
+  check_rejected("plan --peer-copy all", "accepted: none, per-rank, first");
+  check_rejected("plan --copy-rows 0", "--copy-rows: '0' is not accepted");
+  check_rejected("plan --alloc pool", "--alloc");
+  check_rejected("plan --issue stream", "--issue");
+  check_rejected("plan --layout v3", "--layout");
+  check_rejected("plan --weights ones", "--weights");
+  check_rejected("plan --devices 0,x", "--devices");
+  check_rejected("dot --tokens abc", "--tokens");
+  check_rejected("plan --no-such-flag", "no-such-flag");
+}
