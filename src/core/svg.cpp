@@ -45,6 +45,11 @@ double tick_step(double span) {
   return 10 * magnitude;
 }
 
+std::size_t display_chars(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 struct Mark {
   int replay = 0;
   int node = 0;
@@ -97,10 +102,46 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   const double left = 170;
   const double right = 30;
   const double plot_w = width - left - right;
-  const double header_h = 92;
+
+  // Header lines: what this is, what it concluded, and anything that changes how to read it.
+  struct Line {
+    std::string text;
+    std::string_view style;
+  };
+  std::vector<Line> header;
+  std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
+  if (v.ranks >= 2 && v.overlap.count > 0) title += fmt::format(" (median overlap {:.2f})", v.overlap.median);
+  header.push_back({title, "font-size=\"16\" font-weight=\"bold\""});
+  const std::string banner = collection_banner(v);
+  if (!banner.empty()) header.push_back({banner, "fill=\"#d32f2f\" font-weight=\"bold\""});
+  const std::string shared = shared_gpu_note(run.env, v);
+  if (!shared.empty()) header.push_back({"NOTE: " + shared, "fill=\"#8a4b00\""});
+  header.push_back({verdict_thresholds_text(), "fill=\"#444\""});
+  header.push_back({shown.empty() ? std::string("no replay has records")
+                                  : fmt::format("replays {}..{} of {} shown; hatched red: time a node waited after "
+                                                "everything the graph says it depends on had ended",
+                                                shown.front(), shown.back(), v.replay_count),
+                    "fill=\"#444\""});
+  // Long lines wrap at word boundaries (about 6.5 px per character at 12 px).
+  const auto max_chars = static_cast<std::size_t>((width - 24) / 6.5);
+  std::vector<Line> wrapped;
+  for (const Line& l : header) {
+    std::string_view rest = l.text;
+    while (display_chars(rest) > max_chars) {
+      std::size_t cut = rest.rfind(' ', max_chars);
+      if (cut == std::string_view::npos || cut == 0) {
+        cut = max_chars;
+        while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      }
+      wrapped.push_back({std::string(rest.substr(0, cut)), l.style});
+      rest = rest.substr(std::min(cut + 1, rest.size()));
+    }
+    wrapped.push_back({std::string(rest), l.style});
+  }
+  const double header_h = 26 + 16.0 * static_cast<double>(wrapped.size());
   const double lane_h = 58;  // ops bar 24, wait bar 8, wait label
   const int ranks = v.ranks;
-  const double lanes_top = header_h;
+  const double lanes_top = header_h + 18;  // room for the replay labels
   const double axis_y = lanes_top + ranks * lane_h + 6;
   const double legend_y = axis_y + 44;
   const double height = legend_y + 30;
@@ -122,28 +163,9 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffe5e5\"/>"
       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d32f2f\" stroke-width=\"3\"/></pattern></defs>\n";
   fmt::format_to(it, "<rect width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", width, height);
-
-  // Header: what this is and what it concluded.
-  std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
-  if (v.ranks >= 2 && v.overlap.count > 0) title += fmt::format(" (median overlap {:.2f})", v.overlap.median);
-  fmt::format_to(it, "<text x=\"12\" y=\"22\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", xml_escape(title));
-  fmt::format_to(it, "<text x=\"12\" y=\"40\" fill=\"#444\">{}</text>\n", xml_escape(verdict_thresholds_text()));
-  std::string subtitle = fmt::format("replays {} of {} shown", shown.empty() ? std::string("none") : "", v.replay_count);
-  if (!shown.empty())
-    subtitle = fmt::format("replays {}..{} of {} shown; hatched red: time a node waited after all it depends on had ended",
-                           shown.front(), shown.back(), v.replay_count);
-  fmt::format_to(it, "<text x=\"12\" y=\"56\" fill=\"#444\">{}</text>\n", xml_escape(subtitle));
-  double note_y = 72;
-  const std::string shared = shared_gpu_note(run.env, v);
-  const std::string banner = collection_banner(v);
-  if (!banner.empty()) {
-    fmt::format_to(it, "<text x=\"12\" y=\"{:.0f}\" fill=\"#d32f2f\" font-weight=\"bold\">{}</text>\n", note_y,
-                   xml_escape(banner));
-    note_y += 14;
-  }
-  if (!shared.empty())
-    fmt::format_to(it, "<text x=\"12\" y=\"{:.0f}\" fill=\"#8a4b00\">{}</text>\n", note_y,
-                   xml_escape("NOTE: " + shared));
+  for (std::size_t i = 0; i < wrapped.size(); ++i)
+    fmt::format_to(it, "<text x=\"12\" y=\"{:.0f}\" {}>{}</text>\n", 22 + 16.0 * static_cast<double>(i),
+                   wrapped[i].style, xml_escape(wrapped[i].text));
 
   // Lanes.
   for (int r = 0; r < ranks; ++r) {
@@ -235,7 +257,7 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
                    "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
                    "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
                    lx, legend_y, kind_colour(k), lx + 18, legend_y + 11, xml_escape(to_string(k)));
-    lx += 30 + 7.0 * static_cast<double>(to_string(k).size());
+    lx += 34 + 7.5 * static_cast<double>(to_string(k).size());
   }
   fmt::format_to(it,
                  "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
