@@ -1,13 +1,263 @@
-// Placeholder until its issue lands: the command exists and says it is not built yet.
+// tpgraph check [SCENARIO] [options]: are the kernels right, and do they give the same bits every
+// time? Four arms, each with a verdict and the figures that show the output is not degenerate:
+//   numerics    the layer output (every rank's chain and the join) against the CPU reference, on
+//               sampled tokens at large t (all of them at small t)
+//   repeat      the same inputs N times: bitwise identical layer outputs
+//   concurrent  again while a second stream runs the same kernels: still the same bits
+//   batch       a token's output in a 43-token batch and in a 4096-token batch: the same bits
+// An arm whose output is all zeros (weights zeros, say) is VACUOUS, which is not a pass. Exit 0
+// only when every arm passes.
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/kernel_layer.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/reference.hpp"
+#include "cuda/devices.hpp"
+#include "cuda/error.hpp"
 
 namespace tpgraph::cli {
+namespace {
+
+struct CheckArgs {
+  std::string scenario;
+  ScenarioOptions overrides;
+  int sample = 64;
+  int repeats = 8;
+  std::optional<std::string> json;
+};
+
+struct Arm {
+  std::string name;
+  std::string verdict;  // PASS, FAIL or VACUOUS
+  std::string summary;
+  std::vector<std::string> details;
+  nlohmann::json figures;
+  [[nodiscard]] bool passed() const { return verdict == "PASS"; }
+};
+
+std::string verdict_of(bool ok, const OutputGuard& guard) {
+  if (guard.vacuous()) return "VACUOUS";
+  return ok && guard.nan_count == 0 ? "PASS" : "FAIL";
+}
+
+nlohmann::json guard_json(const OutputGuard& g) {
+  return {{"count", g.count}, {"nonzero", g.nonzero}, {"nan", g.nan_count}, {"absmax", g.absmax}};
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::int64_t differing(std::span<const float> a, std::span<const float> b) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n + static_cast<std::int64_t>(std::max(a.size(), b.size()) - std::min(a.size(), b.size()));
+}
+
+std::vector<float> rows_of(std::span<const float> plane, std::span<const int> tokens, int hidden) {
+  std::vector<float> out;
+  out.reserve(tokens.size() * static_cast<std::size_t>(hidden));
+  for (const int t : tokens) {
+    const auto first = plane.begin() + static_cast<std::ptrdiff_t>(t) * hidden;
+    out.insert(out.end(), first, first + hidden);
+  }
+  return out;
+}
+
+Arm numerics_arm(const Geometry& g, const Routing& routing, std::span<const RankWeights> weights,
+                 std::span<const float> z, GpuLayer& layer, const std::vector<float>& layer_out, int sample) {
+  const std::vector<int> tokens = sample_tokens(g.tokens, sample);
+  std::vector<std::vector<float>> partials;
+  Arm arm{"numerics", "", "", {}, {}};
+  bool all_ok = true;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < g.ranks; ++r) {
+    partials.push_back(reference_rank_output(g, routing, weights[static_cast<std::size_t>(r)], z, tokens));
+    const auto gpu = rows_of(layer.rank_output(r), tokens, g.hidden);
+    const Comparison c = compare_to_reference(gpu, partials.back());
+    all_ok = all_ok && c.passed();
+    arm.details.push_back(fmt::format("rank {}: max |gpu-ref|/max|ref| {:.2e}, {} over tolerance; {}", r, c.max_rel_err,
+                                      c.mismatches, describe(guard_of(gpu))));
+    ranks.push_back({{"rank", r}, {"max_rel_err", c.max_rel_err}, {"mismatches", c.mismatches}});
+  }
+  const std::vector<float> reference = reference_join(partials);
+  const auto gpu = rows_of(layer_out, tokens, g.hidden);
+  const Comparison c = compare_to_reference(gpu, reference);
+  const OutputGuard guard = guard_of(gpu);
+  arm.verdict = verdict_of(all_ok && c.passed(), guard);
+  arm.summary = fmt::format("layer output, {} of {} tokens x {}: max |gpu-ref|/max|ref| {:.2e} (tolerance {:.1e}), "
+                            "{} over it; {}",
+                            tokens.size(), g.tokens, g.hidden, c.max_rel_err, c.tolerance, c.mismatches,
+                            describe(guard));
+  arm.figures = {{"tokens_compared", tokens.size()}, {"max_rel_err", c.max_rel_err}, {"max_abs_err", c.max_abs_err},
+                 {"tolerance", c.tolerance}, {"mismatches", c.mismatches}, {"guard", guard_json(guard)},
+                 {"ranks", ranks}};
+  return arm;
+}
+
+Arm repeat_arm(GpuLayer& layer, const std::vector<float>& first, int repeats) {
+  std::int64_t worst = 0;
+  int identical = 1;
+  for (int i = 1; i < repeats; ++i) {
+    const auto again = layer.run();
+    const std::int64_t d = differing(first, again);
+    worst = std::max(worst, d);
+    identical += d == 0 ? 1 : 0;
+  }
+  const OutputGuard guard = guard_of(first);
+  Arm arm{"repeat", verdict_of(identical == repeats, guard),
+          fmt::format("{} of {} runs bitwise identical to the first (worst: {} elements differ); {}", identical, repeats,
+                      worst, describe(guard)),
+          {}, {{"runs", repeats}, {"identical", identical}, {"worst_differing", worst}, {"guard", guard_json(guard)}}};
+  return arm;
+}
+
+Arm concurrent_arm(const Geometry& g, const Routing& routing, std::span<const RankWeights> weights,
+                   std::span<const float> z, std::span<const int> devices, Layout layout, GpuLayer& layer,
+                   const std::vector<float>& first) {
+  // A second copy of the layer on its own streams keeps the same kernels busy on the GPUs while
+  // the measured layer runs; scheduling changes, the bits must not.
+  GpuLayer noise(g, routing, weights, z, devices, layout);
+  int identical = 0;
+  const int runs = 3;
+  for (int i = 0; i < runs; ++i) {
+    noise.enqueue_chains();
+    noise.enqueue_chains();
+    const auto again = layer.run();
+    noise.synchronize();
+    identical += same_bits(first, again) ? 1 : 0;
+  }
+  const OutputGuard guard = guard_of(first);
+  return Arm{"concurrent", verdict_of(identical == runs, guard),
+             fmt::format("{} of {} runs beside a second stream running the same kernels bitwise identical; {}",
+                         identical, runs, describe(guard)),
+             {}, {{"runs", runs}, {"identical", identical}, {"guard", guard_json(guard)}}};
+}
+
+Arm batch_arm(const Scenario& s, std::span<const RankWeights> weights, std::span<const int> devices) {
+  constexpr int kSmall = 43;
+  constexpr int kBig = 4096;
+  Geometry small = s.geometry;
+  small.tokens = kSmall;
+  Geometry big = s.geometry;
+  big.tokens = kBig;
+  const std::vector<float> z_big = make_layer_input(big, s.seed);
+  const std::vector<float> z_small(z_big.begin(), z_big.begin() + std::int64_t{kSmall} * big.hidden);
+  std::vector<float> out_small;
+  std::vector<float> out_big;
+  {
+    GpuLayer layer(small, build_routing(small), weights, z_small, devices, s.layout);
+    out_small = layer.run();
+  }
+  {
+    GpuLayer layer(big, build_routing(big), weights, z_big, devices, s.layout);
+    const auto out = layer.run();
+    out_big.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(out_small.size()));
+  }
+  const std::int64_t d = differing(out_small, out_big);
+  const OutputGuard guard = guard_of(out_small);
+  return Arm{"batch", verdict_of(d == 0, guard),
+             fmt::format("tokens 0..{} in a {}-token and a {}-token batch: {} of {} elements differ; {}", kSmall - 1,
+                         kSmall, kBig, d, out_small.size(), describe(guard)),
+             {}, {{"small_tokens", kSmall}, {"big_tokens", kBig}, {"differing", d}, {"guard", guard_json(guard)}}};
+}
+
+void run_check(const CheckArgs& args) {
+  const Scenario s = scenario_from(args.scenario, args.overrides);
+  if (args.sample < 2) throw InputError(fmt::format("--sample {}: needs >= 2", args.sample));
+  if (args.repeats < 2) throw InputError(fmt::format("--repeats {}: needs >= 2", args.repeats));
+  cuda::require_device("tpgraph check runs the kernels and needs");
+  const int visible = cuda::visible_device_count();
+  const std::vector<int> devices = cuda::rank_devices(s, visible);
+  cuda::enable_peer_access(devices);
+  const Geometry& g = s.geometry;
+  const auto device_list = cuda::query_devices();
+
+  std::string head;
+  fmt::format_to(std::back_inserter(head),
+                 "tpgraph check: E={} k={} hidden={} ff={} t={} ranks={} layout {} weights {} seed {} on {}\n",
+                 g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, to_string(s.layout), to_string(s.weights),
+                 s.seed, device_list.at(static_cast<std::size_t>(devices.front())).name);
+  fmt::print("{}", head);
+  std::fflush(stdout);
+
+  const Routing routing = build_routing(g);
+  const std::vector<RankWeights> weights = make_all_rank_weights(g, s.weights, s.seed);
+  const std::vector<float> z = make_layer_input(g, s.seed);
+
+  std::vector<Arm> arms;
+  {
+    GpuLayer layer(g, routing, weights, z, devices, s.layout);
+    const std::vector<float> first = layer.run();
+    arms.push_back(numerics_arm(g, routing, weights, z, layer, first, args.sample));
+    arms.push_back(repeat_arm(layer, first, args.repeats));
+    arms.push_back(concurrent_arm(g, routing, weights, z, devices, s.layout, layer, first));
+  }
+  arms.push_back(batch_arm(s, weights, devices));
+
+  int passed = 0;
+  std::string out;
+  auto put = std::back_inserter(out);
+  for (const Arm& arm : arms) {
+    fmt::format_to(put, "{:<11} {:<7} {}\n", arm.name, arm.verdict, arm.summary);
+    for (const auto& d : arm.details) fmt::format_to(put, "{:<19} {}\n", "", d);
+    passed += arm.passed() ? 1 : 0;
+  }
+  const bool ok = passed == static_cast<int>(arms.size());
+  fmt::format_to(put, "check: {} ({} of {} arms pass; tolerance {:.1e} of max|ref|, see src/core/reference.hpp)\n",
+                 ok ? "PASS" : "FAIL", passed, arms.size(), kReferenceTolerance);
+  fmt::print("{}", out);
+
+  if (args.json) {
+    nlohmann::json j;
+    j["schema"] = "tpgraph.check/1";
+    j["tool_version"] = TPGRAPH_VERSION;
+    j["git_revision"] = TPGRAPH_GIT_REVISION;
+    j["device"] = device_list.at(static_cast<std::size_t>(devices.front())).name;
+    j["devices"] = devices;
+    j["geometry"] = {{"experts", g.experts}, {"top_k", g.top_k}, {"hidden", g.hidden},
+                     {"ff", g.ff},           {"tokens", g.tokens}, {"ranks", g.ranks}};
+    j["layout"] = std::string(to_string(s.layout));
+    j["weights"] = std::string(to_string(s.weights));
+    j["seed"] = s.seed;
+    j["arms"] = nlohmann::json::array();
+    for (const Arm& arm : arms) {
+      j["arms"].push_back({{"name", arm.name}, {"verdict", arm.verdict}, {"summary", arm.summary},
+                           {"details", arm.details}, {"figures", arm.figures}});
+    }
+    j["passed"] = ok;
+    write_file_atomically(*args.json, j.dump(2) + "\n");
+  }
+  if (!ok) throw std::runtime_error(fmt::format("check failed: {} of {} arms pass", passed, arms.size()));
+}
+
+}  // namespace
 
 void add_check_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("check", "(not built yet)");
-  cmd->callback([] { throw std::runtime_error("'check' is not built yet"); });
+  auto args = std::make_shared<CheckArgs>();
+  auto* cmd = app.add_subcommand("check", "kernels against the CPU reference, and determinism (needs a GPU)");
+  cmd->add_option("scenario", args->scenario, "scenario name or file (default: baseline)");
+  add_scenario_options(*cmd, args->overrides);
+  cmd->add_option("--sample", args->sample, "tokens compared with the reference at large t (>= 2)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "runs of the repeat arm (>= 2)")->capture_default_str();
+  cmd->add_option("--json", args->json, "also write the verdicts and figures as JSON to this file");
+  cmd->callback([args] { run_check(*args); });
 }
 
 }  // namespace tpgraph::cli

@@ -166,19 +166,27 @@ RankLayer::RankLayer(int device, const Geometry& g, const Routing& routing, cons
   up_ = upload_bank(device, weights.up, layout);
   down_ = upload_bank(device, weights.down, layout);
   routing_ = upload_routing(device, routing);
-  const auto ffn = make_plan(routing, g.ff, g.hidden, gemm_tile);
-  const auto down = make_plan(routing, g.hidden, g.ff, gemm_tile);
-  ffn_plan_ = upload_vector(device, ffn.items);
-  down_plan_ = upload_vector(device, down.items);
-  ffn_plan_grid_ = ffn.grid;
-  down_plan_grid_ = down.grid;
-  ffn_plan_tile_ = ffn.tile;
-  down_plan_tile_ = down.tile;
+  replan(routing, gemm_tile);
   const auto plane = static_cast<std::size_t>(g.tokens) * static_cast<std::size_t>(g.hidden);
   z_ = DeviceBuffer<float>(device, plane);
   out_ = DeviceBuffer<float>(device, plane);
   workspace_memory_ = DeviceMemory(device, workspace_bytes(g));
   workspace_ = carve_workspace(workspace_memory_.get(), g);
+}
+
+void RankLayer::replan(const Routing& routing, int gemm_tile) {
+  if (routing.n_pairs() != routing_.n_rows || routing.n_active() != routing_.n_active) {
+    throw std::invalid_argument("RankLayer::replan: a routing other than the layer's");
+  }
+  const Geometry& g = geometry_;
+  const auto ffn = make_plan(routing, g.ff, g.hidden, gemm_tile);
+  const auto down = make_plan(routing, g.hidden, g.ff, gemm_tile);
+  ffn_plan_ = upload_vector(device_, ffn.items);
+  down_plan_ = upload_vector(device_, down.items);
+  ffn_plan_grid_ = ffn.grid;
+  down_plan_grid_ = down.grid;
+  ffn_plan_tile_ = ffn.tile;
+  down_plan_tile_ = down.tile;
 }
 
 void RankLayer::upload_input(std::span<const float> z) {

@@ -91,6 +91,9 @@ class RankLayer {
             int gemm_tile = -1);
 
   void upload_input(std::span<const float> z);
+  // Cuts the GEMM plans again for another tile (`routing` must be the one the layer was built
+  // with). A graph captured before must be captured again: the plan buffers move.
+  void replan(const Routing& routing, int gemm_tile);
   // Enqueues one step on `stream` (on this layer's device), reading and writing `ws`.
   void enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream) const;
   void enqueue(ChainStep step, cudaStream_t stream) const { enqueue(step, workspace_, stream); }

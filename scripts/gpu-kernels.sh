@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The kernel engineer's one command on the GPU machine: run from the repository root with a build
+# made elsewhere (BUILD, default build-kernels). Steps, in the order given (default: all but ncu):
+#   tests     tpgraph_gpu_tests "[kernels]" (full geometry included)
+#   quick     the same without the full-geometry cases
+#   check     tpgraph check (numerics + determinism arms), JSON to $OUT/check.json
+#   bench     tpgraph bench, JSON to $OUT/bench.json; BENCH_ARGS adds options (e.g. --all-tiles)
+#   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
+#   ncu       Nsight Compute counters of the grouped GEMMs at t=43 and 4096 (clocks left alone)
+# Logs go to $OUT (default ./out); the last lines printed are a summary table.
+set -uo pipefail
+BUILD=${BUILD:-build-kernels}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests check bench sanitize)
+summary=()
+note() { summary+=("$(printf '%-9s %s' "$1" "$2")"); }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+
+for step in "${steps[@]}"; do
+  start=$(date +%s)
+  case "$step" in
+    tests)
+      "$BUILD/tests/tpgraph_gpu_tests" "[kernels]" --durations yes >"$OUT/tests.log" 2>&1
+      rc=$?; tail -n 4 "$OUT/tests.log" ;;
+    quick)
+      "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]" --durations yes >"$OUT/tests.log" 2>&1
+      rc=$?; tail -n 4 "$OUT/tests.log" ;;
+    check)
+      "$BUILD/tpgraph" check --json "$OUT/check.json" ${CHECK_ARGS:-} >"$OUT/check.log" 2>&1
+      rc=$?; cat "$OUT/check.log" ;;
+    bench)
+      "$BUILD/tpgraph" bench --json "$OUT/bench.json" ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
+      rc=$?; cat "$OUT/bench.log" ;;
+    sanitize)
+      {
+        compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]"
+        m=$?
+        compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]"
+        r=$?
+        echo "memcheck rc=$m racecheck rc=$r"
+        [ $m -eq 0 ] && [ $r -eq 0 ]
+      } >"$OUT/sanitize.log" 2>&1
+      rc=$?; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rc=|All tests|failed" "$OUT/sanitize.log" | tail -n 8 ;;
+    ncu)
+      rc=0
+      : >"$OUT/ncu.log"
+      for t in ${NCU_TOKENS:-43 4096}; do
+        # The first three grouped GEMMs of a bench run are the eager chain's gate, up and down.
+        ncu --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 \
+          --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+          --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+          --section SchedulerStats --section InstructionStats \
+          "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits >>"$OUT/ncu.log" 2>&1 || rc=$?
+      done
+      grep -E "grouped_gemm|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" \
+        "$OUT/ncu.log" | head -n 80 ;;
+    *) echo "unknown step $step"; rc=2 ;;
+  esac
+  note "$step" "rc=$rc $(( $(date +%s) - start ))s"
+done
+echo "---- gpu-kernels summary ----"
+printf '%s\n' "${summary[@]}"
