@@ -1,13 +1,146 @@
-// Placeholder until its issue lands: the command exists and says it is not built yet.
-#include <stdexcept>
+// tpgraph run [SCENARIO...] [options] [--out DIR] [--json PATH] [--no-trace]: every named variant
+// (default: the built-in scenarios) set up on the GPUs, captured once, replayed, traced with CUPTI,
+// checked against the CPU reference, then handed to the run-folder writer and the terminal table.
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/report.hpp"
+#include "core/run_data.hpp"
+#include "core/run_outputs.hpp"
+#include "core/timeline.hpp"
+#include "cuda/devices.hpp"
+#include "cuda/error.hpp"
+#include "cuda/scenario_runner.hpp"
+#include "cupti/collector.hpp"
 
 namespace tpgraph::cli {
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> scenarios;
+  ScenarioOptions overrides;
+  std::string out;
+  std::string json;
+  bool no_trace = false;
+  int check_tokens = 32;
+};
+
+// The CUDA layer's view of the CUPTI collector (the CUDA layer does not link CUPTI).
+class CuptiObserver final : public cuda::RunObserver {
+ public:
+  explicit CuptiObserver(cupti::Collector& collector) : collector_(collector) {}
+  void begin_variant() override { collector_.begin_variant(); }
+  void node_captured(cudaGraphNode_t captured, int node) override { collector_.map_node(captured, node); }
+  void set_tracing(bool on) override { collector_.set_tracing(on); }
+  void push_tag(int replay, int node) override { tags_.push_back(collector_.tag(replay, node)); }
+  void pop_tag() override { tags_.pop_back(); }
+  std::vector<ActivityRecord> collect(CollectionHealth& health) override { return collector_.collect(health); }
+  std::vector<std::string> take_warnings() override { return collector_.take_warnings(); }
+
+ private:
+  cupti::Collector& collector_;
+  std::vector<cupti::Collector::Tag> tags_;
+};
+
+void run_command(const RunArgs& args) {
+  // Every scenario is resolved and checked against the GPUs before any GPU work: a bad name, flag,
+  // device or size stops the run with nothing written.
+  const std::vector<std::string> names = args.scenarios.empty() ? builtin_scenario_names() : args.scenarios;
+  std::vector<Scenario> scenarios;
+  for (const std::string& name : names) scenarios.push_back(scenario_from(name, args.overrides));
+  if (args.check_tokens < 2) throw InputError("--check-tokens: accepted: 2 or more");
+
+  cuda::require_device("tpgraph run captures and replays on a GPU and needs");
+  const int visible = cuda::visible_device_count();
+  for (const Scenario& s : scenarios) {
+    (void)cuda::rank_devices(s, visible);
+    cuda::check_memory(memory_per_device(s, visible));
+  }
+
+  RunData run;
+  run.env = host_environment();
+  const std::filesystem::path folder = args.out.empty() ? default_run_folder() : std::filesystem::path(args.out);
+  if (std::filesystem::exists(folder) && !std::filesystem::is_empty(folder)) {
+    throw InputError(fmt::format("--out {}: the folder exists and is not empty; give a new one", folder.string()));
+  }
+  const cuda::CudaVersions versions = cuda::query_cuda_versions();
+  run.env.driver_version = versions.driver;
+  run.env.runtime_version = versions.runtime;
+  run.env.cupti_version = static_cast<int>(cupti::Collector::cupti_version());
+  run.env.devices = cuda::query_devices();
+
+  // CUPTI must be on before the first capture: graphs captured before it have hung (facts.md).
+  std::unique_ptr<cupti::Collector> collector;
+  std::unique_ptr<CuptiObserver> observer;
+  if (!args.no_trace) {
+    collector = std::make_unique<cupti::Collector>();
+    observer = std::make_unique<CuptiObserver>(*collector);
+  }
+
+  const int total = static_cast<int>(scenarios.size());
+  int index = 0;
+  std::string current;
+  const auto progress = [&](std::string_view line) {
+    fmt::print(stderr, "tpgraph run [{}/{}] {}: {}\n", index, total, current, line);
+    std::fflush(stderr);
+  };
+  cuda::RunnerSettings settings;
+  settings.trace = !args.no_trace;
+  settings.check_tokens = args.check_tokens;
+  cuda::ScenarioRunner runner(observer.get(), settings, progress);
+  for (const Scenario& s : scenarios) {
+    ++index;
+    current = s.name;
+    run.variants.push_back(runner.run(s));
+    const VariantRun& v = run.variants.back();
+    progress(fmt::format("done: output {} ({} sampled values, max error {:.2e} of absmax), {} records",
+                         v.output_check && v.output_check->passed() ? "matches the CPU reference" : "DIFFERS",
+                         v.output_check ? v.output_check->compared : 0,
+                         v.output_check ? v.output_check->max_rel_err : 0.0, v.records.size()));
+  }
+  observer.reset();
+  collector.reset();
+
+  const RunAnalysis analysis = analyze_run(run);
+  write_run_outputs(run, analysis, folder);
+  if (!args.json.empty()) write_file_atomically(args.json, render_report_json(run, analysis));
+  fmt::print("{}", render_terminal_table(run, analysis));
+  fmt::print("run folder: {}\n", folder.string());
+
+  std::vector<std::string> failed;
+  for (const VariantRun& v : run.variants) {
+    if (!v.output_check || !v.output_check->passed()) failed.push_back(v.scenario.name);
+  }
+  if (!failed.empty()) {
+    throw std::runtime_error(fmt::format("the layer output differs from the CPU reference in: {} (outputs written)",
+                                         fmt::join(failed, ", ")));
+  }
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "(not built yet)");
-  cmd->callback([] { throw std::runtime_error("'run' is not built yet"); });
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run", "capture each variant once, replay it, trace it with CUPTI, check its output; default: every built-in scenario");
+  cmd->add_option("scenarios", args->scenarios, "scenario names in graphs/ or .json paths; default: all built-in");
+  add_scenario_options(*cmd, args->overrides);
+  cmd->add_option("--out", args->out, "run folder to create (default: runs/<UTC time>)");
+  cmd->add_option("--json", args->json, "also write report.json here");
+  cmd->add_flag("--no-trace", args->no_trace, "no CUPTI: event spans and host times only");
+  cmd->add_option("--check-tokens", args->check_tokens, "tokens the output check compares (default 32)");
+  cmd->callback([args] { run_command(*args); });
 }
 
 }  // namespace tpgraph::cli

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -214,9 +215,14 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
   }
 
   // Per rank, through the issue map: each layer node's captured node must have the node's type.
+  if (captured.node_of.size() != layer.nodes.size()) {
+    differences.push_back(fmt::format("{} nodes were issued, the layer graph has {}", captured.node_of.size(),
+                                      layer.nodes.size()));
+  }
+  const std::size_t mapped = std::min(captured.node_of.size(), layer.nodes.size());
   std::unordered_map<cudaGraphNode_t, int> layer_of;
   std::map<std::pair<int, std::string>, int> captured_rank;
-  for (std::size_t i = 0; i < captured.node_of.size(); ++i) {
+  for (std::size_t i = 0; i < mapped; ++i) {
     const cudaGraphNode_t n = captured.node_of[i];
     const Node& node = layer.nodes[i];
     const auto it = type_of.find(n);

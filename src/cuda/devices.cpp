@@ -94,14 +94,14 @@ void enable_peer_access(const std::vector<int>& devices) {
       if (status == cudaErrorPeerAccessAlreadyEnabled) {
         (void)cudaGetLastError();  // enabled by an earlier variant of this run: fine
       } else {
-        TPG_CUDA(status);
+        check(status, "cudaDeviceEnablePeerAccess");
       }
     }
   }
 }
 
-void check_memory(const Scenario& s, int visible_devices) {
-  for (const auto& [device, needed] : memory_per_device(s, visible_devices)) {
+void check_memory(const std::vector<std::pair<int, std::int64_t>>& needed_per_device) {
+  for (const auto& [device, needed] : needed_per_device) {
     const MemoryInfo info = memory_info(device);
     check_memory_fits(needed, static_cast<std::int64_t>(info.free), device);
   }

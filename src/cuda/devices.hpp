@@ -2,7 +2,9 @@
 // runtime versions, and the checks a scenario must pass before anything is allocated: every rank's
 // GPU exists, peer access works between the GPUs that exchange data, and the memory fits.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/run_data.hpp"
@@ -38,8 +40,8 @@ struct CudaVersions {
 // need it. A list of one GPU (ranks sharing it) needs nothing.
 void enable_peer_access(const std::vector<int>& devices);
 
-// Throws InputError, before anything is allocated, when a GPU has less free memory than the
-// scenario needs there (memory_per_device), saying how much is needed and how much is free.
-void check_memory(const Scenario& s, int visible_devices);
+// Throws InputError, before anything is allocated, when a GPU has less free memory than is needed
+// there ({device, bytes}, e.g. memory_per_device), saying how much is needed and how much is free.
+void check_memory(const std::vector<std::pair<int, std::int64_t>>& needed_per_device);
 
 }  // namespace tpgraph::cuda
