@@ -497,7 +497,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
     }
 
     fmt::format_to(it, "### Largest waits (µs)\n\n");
-    Table waits({"node", "rank", "kind", "waited on", "min", "median", "p90", "max"}, "lllllrrrr");
+    Table waits({"node", "rank", "kind", "waited on", "min", "median", "p90", "max"}, "llllrrrr");
     for (std::size_t w = 0; w < std::min<std::size_t>(10, v.waits.size()); ++w) {
       const NodeWaitSummary& nw = v.waits[w];
       const Node& n = vr.graph.nodes[static_cast<std::size_t>(nw.node)];
