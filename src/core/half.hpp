@@ -4,7 +4,11 @@
 
 namespace tpgraph {
 
-[[nodiscard]] std::uint16_t float_to_half(float x);  // round to nearest even, overflow -> inf
+// Round to nearest even; overflow (>= 65520 in magnitude) gives inf; below half the smallest
+// subnormal gives a signed zero; every NaN gives 0x7fff. Checked against cuda_fp16.hpp's host
+// conversion on all 2^32 floats.
+[[nodiscard]] std::uint16_t float_to_half(float x);
+// Exact; NaN codes give the canonical NaN 0x7fffffff, as cuda_fp16.hpp's host conversion does.
 [[nodiscard]] float half_to_float(std::uint16_t h);
 
 }  // namespace tpgraph

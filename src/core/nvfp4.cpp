@@ -55,10 +55,9 @@ constexpr std::array<float, 256> kUE4M3Values = [] {
 
 void check_row_sizes(std::size_t elems, std::size_t bytes, const char* what) {
   if (elems % kNvfp4ChunkElems != 0 || bytes != elems / kNvfp4ChunkElems * kNvfp4ChunkBytes) {
-    throw std::invalid_argument(std::string(what) + ": a row of " + std::to_string(elems) +
-                                " elements (a multiple of 64) needs " +
-                                std::to_string(elems / kNvfp4ChunkElems * kNvfp4ChunkBytes) +
-                                " bytes, got " + std::to_string(bytes));
+    throw std::invalid_argument(
+        std::string(what) + ": a row of " + std::to_string(elems) + " elements (a multiple of 64) needs " +
+        std::to_string(elems / kNvfp4ChunkElems * kNvfp4ChunkBytes) + " bytes, got " + std::to_string(bytes));
   }
 }
 
@@ -69,13 +68,13 @@ std::uint8_t e2m1_encode(float x) { return e2m1_code(x); }
 float e2m1_decode(std::uint8_t code) { return kE2M1Values[code & 0xfu]; }
 
 std::uint8_t ue4m3_encode(float x) {
-  if (!(x > 0.0f)) return 0;                // negative, zero and NaN
-  if (x >= kUE4M3Max) return 0x7e;          // saturate: 0x7f is NaN in E4M3
+  if (!(x > 0.0f)) return 0;        // negative, zero and NaN
+  if (x >= kUE4M3Max) return 0x7e;  // saturate: 0x7f is NaN in E4M3
   if (x < 0x1p-6f) {
     // Subnormal codes are multiples of 2^-9; code 8 (rounding up to 2^-6) is also the first normal.
-    const float q = x * 512.0f;             // exact: a power-of-two scale of a small number
+    const float q = x * 512.0f;  // exact: a power-of-two scale of a small number
     float whole = std::floor(q);
-    const float frac = q - whole;           // exact: both are multiples of q's ulp
+    const float frac = q - whole;  // exact: both are multiples of q's ulp
     if (frac > 0.5f || (frac == 0.5f && std::fmod(whole, 2.0f) != 0.0f)) whole += 1.0f;
     return static_cast<std::uint8_t>(whole);
   }

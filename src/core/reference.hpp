@@ -83,7 +83,7 @@ void fill_normal(std::uint64_t key, std::uint64_t first, float scale, std::span<
 
 // A deterministic sample of `count` tokens out of `tokens` (all of them if count >= tokens), sorted
 // and unique, always including the first and the last token: one token drawn from each of count-2
-// equal strata of the interior. count must be >= 2 unless tokens == 1.
+// equal strata of the interior. A count below 2 that does not cover every token throws InputError.
 [[nodiscard]] std::vector<int> sample_tokens(int tokens, int count);
 
 // --- per-stage helpers, so each kernel can be checked on its own --------------------------------
@@ -94,8 +94,8 @@ float quantize_row_to_half(std::span<const float> x, std::span<std::uint16_t> ou
 [[nodiscard]] float swiglu(float g, float u);
 // Step 2 / 5 for one expert matrix over given rows: x16 is n_rows x w.cols (binary16 bits), xs the
 // n_rows row scales, y is n_rows x w.rows.
-void reference_gemm_rows(const Nvfp4Matrix& w, std::span<const std::uint16_t> x16,
-                         std::span<const float> xs, int n_rows, std::span<float> y);
+void reference_gemm_rows(const Nvfp4Matrix& w, std::span<const std::uint16_t> x16, std::span<const float> xs,
+                         int n_rows, std::span<float> y);
 // Step 1 over every CSR row: z16 is n_pairs x hidden, zs n_pairs.
 void reference_gather_quantize(const Routing& routing, std::span<const float> z, int hidden,
                                std::span<std::uint16_t> z16, std::span<float> zs);
@@ -148,14 +148,14 @@ inline constexpr double kReferenceTolerance = 2e-3;
 
 struct Comparison {
   std::int64_t compared = 0;
-  std::int64_t mismatches = 0;   // elements over the tolerance (NaN in either counts)
-  std::int64_t nonzero = 0;      // in the GPU output
-  std::int64_t nan_count = 0;    // in the GPU output
-  double absmax = 0;             // of the GPU output
-  double ref_absmax = 0;         // of the reference
+  std::int64_t mismatches = 0;  // elements over the tolerance (NaN in either counts)
+  std::int64_t nonzero = 0;     // in the GPU output
+  std::int64_t nan_count = 0;   // in the GPU output
+  double absmax = 0;            // of the GPU output
+  double ref_absmax = 0;        // of the reference
   double max_abs_err = 0;
-  double max_rel_err = 0;        // max_abs_err / reference absmax
-  double tolerance = 0;          // stated bound on |gpu - ref| / absmax(ref)
+  double max_rel_err = 0;       // max_abs_err / reference absmax
+  double tolerance = 0;         // stated bound on |gpu - ref| / absmax(ref)
   [[nodiscard]] bool passed() const { return mismatches == 0 && nan_count == 0; }
   [[nodiscard]] bool vacuous() const { return nonzero == 0; }
 };

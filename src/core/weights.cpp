@@ -56,11 +56,18 @@ inline void cos_sin_turn(float t, float& c, float& s) {
   const float x = (x4 - static_cast<float>(quadrant)) * 1.57079633f;
   const float x2 = x * x;
   const float sin_x =
-      x * (1.0f + x2 * (-1.0f / 6 + x2 * (1.0f / 120 + x2 * (-1.0f / 5040 + x2 * (1.0f / 362880 +
-          x2 * (-1.0f / 39916800 + x2 * (1.0f / 6227020800.0f)))))));
+      x * (1.0f +
+           x2 * (-1.0f / 6 +
+                 x2 * (1.0f / 120 +
+                       x2 * (-1.0f / 5040 +
+                             x2 * (1.0f / 362880 + x2 * (-1.0f / 39916800 + x2 * (1.0f / 6227020800.0f)))))));
   const float cos_x =
-      1.0f + x2 * (-1.0f / 2 + x2 * (1.0f / 24 + x2 * (-1.0f / 720 + x2 * (1.0f / 40320 +
-          x2 * (-1.0f / 3628800 + x2 * (1.0f / 479001600 + x2 * (-1.0f / 87178291200.0f)))))));
+      1.0f +
+      x2 * (-1.0f / 2 +
+            x2 * (1.0f / 24 +
+                  x2 * (-1.0f / 720 + x2 * (1.0f / 40320 +
+                                            x2 * (-1.0f / 3628800 + x2 * (1.0f / 479001600 +
+                                                                          x2 * (-1.0f / 87178291200.0f)))))));
   // Rotating by quadrant * pi/2 swaps (odd quadrants) and negates cos (quadrants 1, 2) and sin
   // (quadrants 2, 3); done on the bits so the loop has no branch.
   const auto q = static_cast<std::uint32_t>(quadrant);
@@ -96,9 +103,9 @@ Nvfp4Matrix random_matrix(const Geometry& g, int rank, WeightMatrix matrix, int 
   const bool down = matrix == WeightMatrix::down;
   const int rows = down ? g.hidden : g.ff;
   const int cols = down ? g.ff : g.hidden;
-  const auto key = random_stream_key(seed, kWeightsDomain,
-                                     static_cast<std::uint64_t>(rank) * 4 + static_cast<std::uint64_t>(matrix),
-                                     static_cast<std::uint64_t>(expert));
+  const auto key = random_stream_key(
+      seed, kWeightsDomain, static_cast<std::uint64_t>(rank) * 4 + static_cast<std::uint64_t>(matrix),
+      static_cast<std::uint64_t>(expert));
   scratch.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
   fill_normal(key, 0, 1.0f / std::sqrt(static_cast<float>(cols)), scratch);
   return nvfp4_quantize(scratch, rows, cols);
@@ -176,9 +183,9 @@ RankWeights make_rank_weights(const Geometry& g, int rank, WeightsKind kind, std
     auto& slot = matrix == WeightMatrix::gate ? w.gate : matrix == WeightMatrix::up ? w.up : w.down;
     const bool down = matrix == WeightMatrix::down;
     slot[static_cast<std::size_t>(expert)] =
-        kind == WeightsKind::zeros ? zero_matrix(down ? g.hidden : g.ff, down ? g.ff : g.hidden)
-                                   : random_matrix(g, rank, matrix, expert, seed,
-                                                   scratch[static_cast<std::size_t>(worker)]);
+        kind == WeightsKind::zeros
+            ? zero_matrix(down ? g.hidden : g.ff, down ? g.ff : g.hidden)
+            : random_matrix(g, rank, matrix, expert, seed, scratch[static_cast<std::size_t>(worker)]);
   });
   return w;
 }
@@ -194,7 +201,8 @@ std::vector<float> make_layer_input(const Geometry& g, std::uint64_t seed) {
     const std::int64_t first_token = item * kTokensPerItem;
     const std::int64_t last_token = std::min<std::int64_t>(first_token + kTokensPerItem, g.tokens);
     const auto first = static_cast<std::size_t>(first_token) * hidden;
-    fill_normal(key, first, 1.0f, std::span(z).subspan(first, static_cast<std::size_t>(last_token - first_token) * hidden));
+    fill_normal(key, first, 1.0f,
+                std::span(z).subspan(first, static_cast<std::size_t>(last_token - first_token) * hidden));
   });
   return z;
 }

@@ -34,9 +34,9 @@ TEST_CASE("every binary16 code survives the trip through float", "[half]") {
 TEST_CASE("half_to_float gives the exact value of each kind of code", "[half]") {
   CHECK(half_to_float(0x0000) == 0.0f);
   CHECK(std::signbit(half_to_float(0x8000)));
-  CHECK(half_to_float(0x0001) == 0x1p-24f);           // smallest subnormal
+  CHECK(half_to_float(0x0001) == 0x1p-24f);            // smallest subnormal
   CHECK(half_to_float(0x03ff) == 1023.0f * 0x1p-24f);  // largest subnormal
-  CHECK(half_to_float(0x0400) == 0x1p-14f);           // smallest normal
+  CHECK(half_to_float(0x0400) == 0x1p-14f);            // smallest normal
   CHECK(half_to_float(0x3c00) == 1.0f);
   CHECK(half_to_float(0x3c01) == 1.0f + 0x1p-10f);
   CHECK(half_to_float(0xc000) == -2.0f);
@@ -69,8 +69,8 @@ TEST_CASE("float_to_half rounds ties to even, saturates to inf, and flushes belo
     CHECK(float_to_half(0x1p-25f) == 0x0000);  // half of the smallest subnormal: even is 0
     CHECK(float_to_half(std::nextafter(0x1p-25f, 1.0f)) == 0x0001);
     CHECK(float_to_half(-std::nextafter(0x1p-25f, 1.0f)) == 0x8001);
-    CHECK(float_to_half(3 * 0x1p-25f) == 0x0002);     // 1.5 units: even is 2
-    CHECK(float_to_half(5 * 0x1p-25f) == 0x0002);     // 2.5 units: even is 2
+    CHECK(float_to_half(3 * 0x1p-25f) == 0x0002);        // 1.5 units: even is 2
+    CHECK(float_to_half(5 * 0x1p-25f) == 0x0002);        // 2.5 units: even is 2
     CHECK(float_to_half(1023.5f * 0x1p-24f) == 0x0400);  // rounds up into the first normal
     CHECK(float_to_half(1e-30f) == 0x0000);
     CHECK(float_to_half(from_bits(0x00000001u)) == 0x0000);  // float subnormal

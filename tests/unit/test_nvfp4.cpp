@@ -38,23 +38,42 @@ TEST_CASE("every finite UE4M3 code round-trips, in increasing order", "[nvfp4]")
     REQUIRE(ue4m3_encode(v) == code);
   }
   CHECK(ue4m3_decode(0x00) == 0.0f);
-  CHECK(ue4m3_decode(0x01) == 0x1p-9f);   // smallest subnormal
+  CHECK(ue4m3_decode(0x01) == 0x1p-9f);  // smallest subnormal
   CHECK(ue4m3_decode(0x07) == 7 * 0x1p-9f);
-  CHECK(ue4m3_decode(0x08) == 0x1p-6f);   // smallest normal
+  CHECK(ue4m3_decode(0x08) == 0x1p-6f);  // smallest normal
   CHECK(ue4m3_decode(0x38) == 1.0f);
   CHECK(ue4m3_decode(0x7e) == 448.0f);
   CHECK(std::isnan(ue4m3_decode(0x7f)));
   CHECK(std::isnan(ue4m3_decode(0xff)));
-  CHECK(ue4m3_decode(0xb8) == -1.0f);     // bit 7 is a sign to the GPU's conversion
+  CHECK(ue4m3_decode(0xb8) == -1.0f);  // bit 7 is a sign to the GPU's conversion
 }
 
 TEST_CASE("E2M1 encode rounds ties to the even code and saturates", "[nvfp4]") {
-  struct Case { float x; std::uint8_t code; };
+  struct Case {
+    float x;
+    std::uint8_t code;
+  };
   const Case cases[] = {
-      {0.25f, 0x0},  {std::nextafter(0.25f, 1.0f), 0x1}, {0.75f, 0x2},  {std::nextafter(0.75f, 0.0f), 0x1},
-      {1.25f, 0x2},  {1.75f, 0x4}, {2.5f, 0x4},  {std::nextafter(2.5f, 3.0f), 0x5}, {3.5f, 0x6},
-      {5.0f, 0x6},   {std::nextafter(5.0f, 6.0f), 0x7}, {6.0f, 0x7}, {6.5f, 0x7}, {1e30f, 0x7},
-      {kInf, 0x7},   {-0.25f, 0x8}, {-0.0f, 0x8}, {-5.0f, 0xe}, {-7.0f, 0xf}, {-kInf, 0xf},
+      {0.25f, 0x0},
+      {std::nextafter(0.25f, 1.0f), 0x1},
+      {0.75f, 0x2},
+      {std::nextafter(0.75f, 0.0f), 0x1},
+      {1.25f, 0x2},
+      {1.75f, 0x4},
+      {2.5f, 0x4},
+      {std::nextafter(2.5f, 3.0f), 0x5},
+      {3.5f, 0x6},
+      {5.0f, 0x6},
+      {std::nextafter(5.0f, 6.0f), 0x7},
+      {6.0f, 0x7},
+      {6.5f, 0x7},
+      {1e30f, 0x7},
+      {kInf, 0x7},
+      {-0.25f, 0x8},
+      {-0.0f, 0x8},
+      {-5.0f, 0xe},
+      {-7.0f, 0xf},
+      {-kInf, 0xf},
   };
   for (const auto& c : cases) {
     INFO("x = " << c.x);
@@ -64,15 +83,27 @@ TEST_CASE("E2M1 encode rounds ties to the even code and saturates", "[nvfp4]") {
 }
 
 TEST_CASE("UE4M3 encode rounds ties to even, saturates at 448 and clamps negatives to 0", "[nvfp4]") {
-  struct Case { float x; std::uint8_t code; };
+  struct Case {
+    float x;
+    std::uint8_t code;
+  };
   const Case cases[] = {
-      {1.0625f, 0x38},       // between 1 (0x38) and 1.125: even
-      {1.1875f, 0x3a},       // between 1.125 and 1.25: even
+      {1.0625f, 0x38},  // between 1 (0x38) and 1.125: even
+      {1.1875f, 0x3a},  // between 1.125 and 1.25: even
       {std::nextafter(1.0625f, 2.0f), 0x39},
-      {0.5f * 0x1p-9f, 0x00}, {std::nextafter(0.5f * 0x1p-9f, 1.0f), 0x01},
-      {1.5f * 0x1p-9f, 0x02}, {2.5f * 0x1p-9f, 0x02}, {7.5f * 0x1p-9f, 0x08},  // into the first normal
-      {448.0f, 0x7e}, {464.0f, 0x7e}, {1e9f, 0x7e}, {kInf, 0x7e},
-      {0.0f, 0x00}, {-1.0f, 0x00}, {-kInf, 0x00}, {kNaN, 0x00},
+      {0.5f * 0x1p-9f, 0x00},
+      {std::nextafter(0.5f * 0x1p-9f, 1.0f), 0x01},
+      {1.5f * 0x1p-9f, 0x02},
+      {2.5f * 0x1p-9f, 0x02},
+      {7.5f * 0x1p-9f, 0x08},  // into the first normal
+      {448.0f, 0x7e},
+      {464.0f, 0x7e},
+      {1e9f, 0x7e},
+      {kInf, 0x7e},
+      {0.0f, 0x00},
+      {-1.0f, 0x00},
+      {-kInf, 0x00},
+      {kNaN, 0x00},
   };
   for (const auto& c : cases) {
     INFO("x = " << c.x);
@@ -136,7 +167,8 @@ TEST_CASE("a block of E2M1 multiples of its scale quantizes exactly", "[nvfp4]")
   const float tensor_scale = 0x1p-10f;
   const float step = 20.0f * tensor_scale;  // 20 is UE4M3 0x5a
   std::vector<float> values(2 * 64);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = e2m1_decode(static_cast<std::uint8_t>(i * 7 % 16)) * step;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = e2m1_decode(static_cast<std::uint8_t>(i * 7 % 16)) * step;
   // Every block must reach 6 * step, and the matrix amax must give the tensor scale above.
   for (std::size_t b = 0; b < values.size() / 16; ++b) values[16 * b + 5] = -6.0f * step;
   values[0] = 6.0f * kUE4M3Max * tensor_scale;
@@ -156,7 +188,8 @@ TEST_CASE("quantize/dequantize error stays within amax_block * 17/96 on random d
   std::vector<float> values(static_cast<std::size_t>(rows) * cols);
   fill_normal(random_stream_key(11, 9, 1, 0), 0, 1.0f, values);
   // Blocks with very different magnitudes, so the scales cover much of UE4M3's normal range.
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] *= std::ldexp(1.0f, static_cast<int>(i / 16 % 9) - 4);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] *= std::ldexp(1.0f, static_cast<int>(i / 16 % 9) - 4);
   const Nvfp4Matrix m = nvfp4_quantize(values, rows, cols);
   const auto back = nvfp4_dequantize(m);
   double worst_ratio = 0;  // max error / block amax
@@ -176,7 +209,8 @@ TEST_CASE("quantize/dequantize error stays within amax_block * 17/96 on random d
       sum_sq += static_cast<double>(values[i]) * values[i];
     }
   }
-  INFO("worst error / block amax = " << worst_ratio << ", rms error / rms = " << std::sqrt(sum_sq_err / sum_sq));
+  INFO("worst error / block amax = " << worst_ratio
+                                     << ", rms error / rms = " << std::sqrt(sum_sq_err / sum_sq));
   CHECK(checked_blocks > static_cast<int>(values.size() / 16) * 9 / 10);
   CHECK(worst_ratio <= 17.0 / 96.0 * (1 + 1e-6));
   CHECK(std::sqrt(sum_sq_err / sum_sq) < 0.12);  // about 0.09 for normal data
