@@ -5,7 +5,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
@@ -15,6 +17,12 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
+
+__device__ __forceinline__ std::uint32_t as_bits(__half2 h) {
+  std::uint32_t bits;
+  __builtin_memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
 
 // Contract steps 1 and 4: s = max|x| (1 if 0), inv = 1/s, x16 = half_rn(x * inv). One warp per row;
 // max is exact in any order, so the row's scale does not depend on the reduction tree.
@@ -37,11 +45,27 @@ __global__ void __launch_bounds__(kThreads)
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   const float s = amax > 0.0f ? amax : 1.0f;
   const float inv = __fdiv_rn(1.0f, s);
-  __half2* out = dst + row * (cols / 2);
-  for (int v = lane; v < vectors; v += 32) {
-    const float4 q = x[v];
-    out[2 * v] = __floats2half2_rn(__fmul_rn(q.x, inv), __fmul_rn(q.y, inv));
-    out[2 * v + 1] = __floats2half2_rn(__fmul_rn(q.z, inv), __fmul_rn(q.w, inv));
+  // Stored in the grouped GEMM's k order (kernels.hpp): within each 16 columns, half2 slot t holds
+  // columns (2t, 2t+8) and slot 4+t columns (2t+1, 2t+9). One lane per 16-column block.
+  auto* out = reinterpret_cast<uint4*>(dst + row * (cols / 2));
+  for (int block = lane; block < cols / 16; block += 32) {
+    float v[16];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 q = x[4 * block + i];
+      v[4 * i] = q.x;
+      v[4 * i + 1] = q.y;
+      v[4 * i + 2] = q.z;
+      v[4 * i + 3] = q.w;
+    }
+    std::uint32_t slot[8];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      slot[t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t], inv), __fmul_rn(v[2 * t + 8], inv)));
+      slot[4 + t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t + 1], inv), __fmul_rn(v[2 * t + 9], inv)));
+    }
+    out[2 * block] = make_uint4(slot[0], slot[1], slot[2], slot[3]);
+    out[2 * block + 1] = make_uint4(slot[4], slot[5], slot[6], slot[7]);
   }
   if (lane == 0) scale[row] = s;
 }
@@ -103,6 +127,24 @@ unsigned int row_blocks(std::int64_t rows) {
 }
 
 }  // namespace
+
+void x16_to_natural_order(std::span<std::uint16_t> values, int cols) {
+  if (cols <= 0 || cols % 16 != 0 || values.size() % static_cast<std::size_t>(cols) != 0) {
+    throw std::invalid_argument("x16_to_natural_order: " + std::to_string(values.size()) + " values in rows of " +
+                                std::to_string(cols));
+  }
+  for (std::size_t base = 0; base < values.size(); base += 16) {
+    std::uint16_t natural[16];
+    for (int t = 0; t < 4; ++t) {
+      const auto* slot = &values[base];
+      natural[2 * t] = slot[2 * t];
+      natural[2 * t + 8] = slot[2 * t + 1];
+      natural[2 * t + 1] = slot[8 + 2 * t];
+      natural[2 * t + 9] = slot[8 + 2 * t + 1];
+    }
+    std::copy(natural, natural + 16, values.begin() + static_cast<std::ptrdiff_t>(base));
+  }
+}
 
 void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
                      std::uint16_t* x16, float* xs, Stream stream) {

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
@@ -29,7 +28,6 @@ namespace tpgraph::kernels {
 namespace {
 
 using detail::cp_async16;
-using detail::cp_async4;
 using detail::cp_async_commit;
 using detail::cp_async_wait;
 
@@ -38,29 +36,74 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kChunkElems = 64;
 constexpr int kChunkBytes = 36;       // 32 bytes of E2M1 + 4 UE4M3 scales per 64 columns
 constexpr int kUnitBytes = 576;        // 16 rows x one chunk
-constexpr int kBRowBytes = 128;        // 64 fp16 of one routed row per stage
 constexpr int kItemInts = 3;
 
 struct TileSpec {
-  int warp_m16;
-  int n8;
-  int stages;
+  int warp_m16;  // m16 tiles per warp (4 warps along the weight rows)
+  int n8;        // n8 tiles per block (routed rows)
+  int depth;     // 64-column chunks of weights in flight per warp (registers)
 };
-// Index = GemmTile index. Deeper pipelines for the small tiles, which are bound by weight bytes.
-constexpr std::array<TileSpec, 5> kTiles{{{1, 1, 8}, {1, 2, 6}, {1, 4, 5}, {2, 4, 4}, {2, 8, 4}}};
+// Index = GemmTile index. Small tiles stream weights (deep prefetch); large ones reuse them.
+constexpr std::array<TileSpec, 6> kTiles{{{1, 1, 6}, {1, 2, 6}, {1, 4, 4}, {2, 4, 4}, {2, 8, 3}, {4, 8, 2}}};
+constexpr int kBStages = 4;            // routed-row chunks in the shared-memory ring
+constexpr int kBRowStride = 144;       // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
 
-constexpr int stage_bytes(int warp_m16, int n8) { return kWarps * warp_m16 * kUnitBytes + 8 * n8 * kBRowBytes; }
+constexpr int b_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
 
-template <bool kV2, int kWarpM16, int kN8, int kStages>
+__device__ __forceinline__ uint4 load_stream16(const std::uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 load_stream8(const std::uint8_t* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// One lane's weights of one 16-row tile and 64-column chunk: its four fragment words (one per k16
+// block) and the UE4M3 codes of rows g and g+8.
+struct Fragment {
+  uint4 values;
+  uint2 scales;
+};
+
+// v2: the unit is contiguous; the lane's words are 16 bytes at 16 * lane, its scales at 512 + 8g.
+__device__ __forceinline__ Fragment load_fragment_v2(const std::uint8_t* unit, int lane) {
+  return Fragment{load_stream16(unit + 16 * lane), load_stream8(unit + 512 + 8 * (lane / 4))};
+}
+
+// v1: rows g and g+8 of the tile, row-major; the same words assembled from byte t of each row word.
+__device__ __forceinline__ Fragment load_fragment_v1(const std::uint8_t* row_g, const std::uint8_t* row_g8,
+                                                     std::uint32_t select_t) {
+  std::uint32_t w[4];
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const std::uint32_t lo = detail::prmt(load_word(row_g + 8 * kk), load_word(row_g8 + 8 * kk), select_t);
+    const std::uint32_t hi = detail::prmt(load_word(row_g + 8 * kk + 4), load_word(row_g8 + 8 * kk + 4), select_t);
+    w[kk] = detail::prmt(lo, hi, 0x5410u);  // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+  }
+  return Fragment{make_uint4(w[0], w[1], w[2], w[3]), make_uint2(load_word(row_g + 32), load_word(row_g8 + 32))};
+}
+
+template <bool kV2, int kWarpM16, int kN8, int kDepth>
 __global__ void __launch_bounds__(kThreads)
     grouped_gemm_kernel(const std::uint16_t* __restrict__ x16_bits, const float* __restrict__ xs,
                         const std::uint8_t* __restrict__ weights, const float* __restrict__ tensor_scale,
                         int out_rows, int in_cols, const std::int32_t* __restrict__ active_experts,
                         const std::int32_t* __restrict__ offsets, const std::int32_t* __restrict__ items,
                         int tile_index, float* __restrict__ y) {
-  constexpr int kABytes = kWarps * kWarpM16 * kUnitBytes;
-  constexpr int kStageBytes = stage_bytes(kWarpM16, kN8);
+  constexpr int kStageBytes = b_stage_bytes(kN8);
   constexpr int kBlockTokens = 8 * kN8;
+  constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
+  constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
   extern __shared__ __align__(128) std::uint8_t smem[];
 
   // A plan cut for another tile would index the wrong rows: fail loudly.
@@ -74,53 +117,68 @@ __global__ void __launch_bounds__(kThreads)
   const int block_rows = min(kBlockTokens, offsets[active + 1] - row_begin);
   const int chunks = in_cols / kChunkElems;
   const int tiles = out_rows / 16;
-  const int first_tile = row_block * kWarps * kWarpM16;
-  const std::uint8_t* matrix =
-      weights + static_cast<std::int64_t>(expert) * out_rows * chunks * kChunkBytes;
-  const __half* x16 = reinterpret_cast<const __half*>(x16_bits);
-
-  auto load_stage = [&](int stage, int chunk) {
-    std::uint8_t* a_smem = smem + stage * kStageBytes;
-    auto* b_smem = reinterpret_cast<__half*>(a_smem + kABytes);
-    if constexpr (kV2) {
-      // Each 16-row tile's chunk is one contiguous 576-byte unit.
-      for (int p = threadIdx.x; p < kWarps * kWarpM16 * 36; p += kThreads) {
-        const int j = p / 36;
-        const int piece = p % 36;
-        if (first_tile + j < tiles) {
-          cp_async16(a_smem + j * kUnitBytes + piece * 16,
-                     matrix + (static_cast<std::int64_t>(first_tile + j) * chunks + chunk) * kUnitBytes + piece * 16);
-        }
-      }
-    } else {
-      // v1: 16 rows of 36 bytes each, only 4-byte aligned; kept row-major in shared memory.
-      for (int p = threadIdx.x; p < kWarps * kWarpM16 * 144; p += kThreads) {
-        const int j = p / 144;
-        const int r = (p % 144) / 9;
-        const int word = p % 9;
-        if (first_tile + j < tiles) {
-          const std::int64_t row = static_cast<std::int64_t>(first_tile + j) * 16 + r;
-          cp_async4(a_smem + j * kUnitBytes + r * 36 + word * 4,
-                    matrix + (row * chunks + chunk) * kChunkBytes + word * 4);
-        }
-      }
-    }
-    // Routed rows: 8 pieces of 16 bytes per row, the piece index XOR-swizzled by the row so that
-    // ldmatrix's eight rows fall in distinct banks. Rows past the expert's end read as zeros.
-    for (int p = threadIdx.x; p < kBlockTokens * 8; p += kThreads) {
-      const int n = p / 8;
-      const int q = p % 8;
-      const bool valid = n < block_rows;
-      const __half* src = x16 + static_cast<std::int64_t>(valid ? row_begin + n : 0) * in_cols +
-                          chunk * kChunkElems + q * 8;
-      cp_async16(b_smem + n * 64 + ((q ^ (n & 7)) * 8), src, valid ? 16 : 0);
-    }
-  };
-
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int t = lane % 4;
+  const int warp_tile = row_block * kWarps * kWarpM16 + warp * kWarpM16;  // this warp's first m16 tile
+  const std::uint8_t* matrix =
+      weights + static_cast<std::int64_t>(expert) * out_rows * chunks * kChunkBytes;
+
+  // Routed rows: each thread copies the same pieces of every chunk; rows past the expert's end are
+  // zero-filled (cp.async with 0 source bytes).
+  const __half* x16 = reinterpret_cast<const __half*>(x16_bits);
+  const __half* piece_src[kPiecesPerThread];
+  int piece_dst[kPiecesPerThread];
+  int piece_bytes[kPiecesPerThread];
+#pragma unroll
+  for (int i = 0; i < kPiecesPerThread; ++i) {
+    const int p = threadIdx.x + i * kThreads;
+    const int n = p / 8;
+    const int q = p % 8;
+    const bool valid = p < kPieces && n < block_rows;
+    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : 0) * in_cols + q * 8;
+    piece_dst[i] = p < kPieces ? n * kBRowStride + q * 16 : -1;
+    piece_bytes[i] = valid ? 16 : 0;
+  }
+  auto load_b = [&](int chunk) {
+    std::uint8_t* stage = smem + (chunk % kBStages) * kStageBytes;
+#pragma unroll
+    for (int i = 0; i < kPiecesPerThread; ++i) {
+      if (piece_dst[i] >= 0) cp_async16(stage + piece_dst[i], piece_src[i] + chunk * kChunkElems, piece_bytes[i]);
+    }
+  };
+
+  // Weights: each warp streams its own tiles into registers, kDepth chunks ahead.
+  const std::uint8_t* a_ptr[kWarpM16];
+  const std::uint8_t* a_row_g8[kWarpM16];
+  bool tile_valid[kWarpM16];
+#pragma unroll
+  for (int j = 0; j < kWarpM16; ++j) {
+    const int tile = warp_tile + j;
+    tile_valid[j] = tile < tiles;
+    const int safe_tile = tile_valid[j] ? tile : 0;
+    if constexpr (kV2) {
+      a_ptr[j] = matrix + static_cast<std::int64_t>(safe_tile) * chunks * kUnitBytes;
+      a_row_g8[j] = nullptr;
+    } else {
+      a_ptr[j] = matrix + (static_cast<std::int64_t>(safe_tile) * 16 + g) * chunks * kChunkBytes;
+      a_row_g8[j] = a_ptr[j] + 8 * static_cast<std::int64_t>(chunks) * kChunkBytes;
+    }
+  }
+  const std::uint32_t select_t = static_cast<std::uint32_t>(t) | (static_cast<std::uint32_t>(4 + t) << 4);
+  auto load_a = [&](Fragment (&f)[kWarpM16], int chunk) {
+#pragma unroll
+    for (int j = 0; j < kWarpM16; ++j) {
+      if (!tile_valid[j]) continue;
+      if constexpr (kV2) {
+        f[j] = load_fragment_v2(a_ptr[j] + static_cast<std::int64_t>(chunk) * kUnitBytes, lane);
+      } else {
+        const std::int64_t at = static_cast<std::int64_t>(chunk) * kChunkBytes;
+        f[j] = load_fragment_v1(a_ptr[j] + at, a_row_g8[j] + at, select_t);
+      }
+    }
+  };
 
   float acc[kWarpM16][kN8][4];
 #pragma unroll
@@ -130,64 +188,38 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int v = 0; v < 4; ++v) acc[j][n][v] = 0.0f;
 
-  auto compute_stage = [&](int stage) {
-    const std::uint8_t* a_smem = smem + stage * kStageBytes;
-    const auto* b_smem = reinterpret_cast<const __half*>(a_smem + kABytes);
-    std::uint32_t values[kWarpM16][4];
-    std::uint32_t scales[kWarpM16][2];
-#pragma unroll
-    for (int j = 0; j < kWarpM16; ++j) {
-      const std::uint8_t* unit = a_smem + (warp * kWarpM16 + j) * kUnitBytes;
-      if constexpr (kV2) {
-        const uint4 v = *reinterpret_cast<const uint4*>(unit + lane * 16);
-        const uint2 s = *reinterpret_cast<const uint2*>(unit + 512 + g * 8);
-        values[j][0] = v.x;
-        values[j][1] = v.y;
-        values[j][2] = v.z;
-        values[j][3] = v.w;
-        scales[j][0] = s.x;
-        scales[j][1] = s.y;
-      } else {
-        const std::uint8_t* row_g = unit + g * 36;
-        const std::uint8_t* row_g8 = unit + (g + 8) * 36;
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          values[j][kk] = std::uint32_t{row_g[kk * 8 + t]} | (std::uint32_t{row_g8[kk * 8 + t]} << 8) |
-                          (std::uint32_t{row_g[kk * 8 + t + 4]} << 16) |
-                          (std::uint32_t{row_g8[kk * 8 + t + 4]} << 24);
-        }
-        scales[j][0] = *reinterpret_cast<const std::uint32_t*>(row_g + 32);
-        scales[j][1] = *reinterpret_cast<const std::uint32_t*>(row_g8 + 32);
-      }
-    }
+  // ldmatrix row addresses: x4 covers n8 tiles (2p, 2p+1) x k 0-7 / 8-15; x2 the last odd tile.
+  const int mat = lane / 8;
+  const std::uint32_t b_base = detail::smem_address(smem);
+  const std::uint32_t lane_x4 =
+      static_cast<std::uint32_t>(((mat / 2) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+  const std::uint32_t lane_x2 =
+      static_cast<std::uint32_t>(((kN8 - 1) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+
+  auto compute = [&](const Fragment (&f)[kWarpM16], int chunk) {
+    const std::uint32_t stage = b_base + static_cast<std::uint32_t>((chunk % kBStages) * kStageBytes);
     auto k16_step = [&](auto kk_constant) {
       constexpr int kk = decltype(kk_constant)::value;
       std::uint32_t b[kN8][2];
 #pragma unroll
       for (int n = 0; n + 1 < kN8; n += 2) {
-        const int mat = lane / 8;
-        const int row = (n + mat / 2) * 8 + lane % 8;
-        const int piece = kk * 2 + (mat & 1);
         std::uint32_t r[4];
-        detail::ldmatrix_x4(r, b_smem + row * 64 + ((piece ^ (row & 7)) * 8));
+        detail::ldmatrix_x4_at(r, stage + lane_x4 + static_cast<std::uint32_t>(n * 8 * kBRowStride + kk * 32));
         b[n][0] = r[0];
         b[n][1] = r[1];
         b[n + 1][0] = r[2];
         b[n + 1][1] = r[3];
       }
       if constexpr (kN8 % 2 == 1) {
-        const int mat = (lane / 8) & 1;
-        const int row = (kN8 - 1) * 8 + lane % 8;
-        const int piece = kk * 2 + mat;
-        detail::ldmatrix_x2(b[kN8 - 1], b_smem + row * 64 + ((piece ^ (row & 7)) * 8));
+        detail::ldmatrix_x2_at(b[kN8 - 1], stage + lane_x2 + static_cast<std::uint32_t>(kk * 32));
       }
 #pragma unroll
-      for (int n = 0; n < kN8; ++n) detail::permute_b_fragment(b[n]);
-#pragma unroll
       for (int j = 0; j < kWarpM16; ++j) {
-        if (first_tile + warp * kWarpM16 + j < tiles) {
+        if (tile_valid[j]) {
+          const std::uint32_t word = kk == 0 ? f[j].values.x : kk == 1 ? f[j].values.y : kk == 2 ? f[j].values.z
+                                                                                                 : f[j].values.w;
           std::uint32_t a[4];
-          detail::decode_a_fragment<kk>(values[j][kk], scales[j][0], scales[j][1], a);
+          detail::decode_a_fragment<kk>(word, f[j].scales.x, f[j].scales.y, a);
 #pragma unroll
           for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[j][n], a, b[n]);
         }
@@ -199,27 +231,37 @@ __global__ void __launch_bounds__(kThreads)
     k16_step(std::integral_constant<int, 3>{});
   };
 
+  Fragment ring[kDepth][kWarpM16];
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < chunks) load_stage(s, s);
+  for (int d = 0; d < kDepth; ++d) {
+    if (d < chunks) load_a(ring[d], d);
+  }
+#pragma unroll
+  for (int s = 0; s < kBStages - 1; ++s) {
+    if (s < chunks) load_b(s);
     cp_async_commit();
   }
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // the chunk's stage is complete for all, and everyone left the stage refilled next
-    const int next = chunk + kStages - 1;
-    if (next < chunks) load_stage(next % kStages, next);
-    cp_async_commit();
-    compute_stage(chunk % kStages);
+  for (int base = 0; base < chunks; base += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      const int chunk = base + d;
+      if (chunk < chunks) {
+        cp_async_wait<kBStages - 2>();
+        __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
+        if (chunk + kBStages - 1 < chunks) load_b(chunk + kBStages - 1);
+        cp_async_commit();
+        compute(ring[d], chunk);
+        if (chunk + kDepth < chunks) load_a(ring[d], chunk + kDepth);
+      }
+    }
   }
   cp_async_wait<0>();
 
   const float ts = tensor_scale[expert];
 #pragma unroll
   for (int j = 0; j < kWarpM16; ++j) {
-    const int tile = first_tile + warp * kWarpM16 + j;
-    if (tile >= tiles) continue;
-    const int o = tile * 16 + g;
+    if (!tile_valid[j]) continue;
+    const int o = (warp_tile + j) * 16 + g;
 #pragma unroll
     for (int n = 0; n < kN8; ++n) {
 #pragma unroll
@@ -242,17 +284,9 @@ template <bool kV2, int kTile>
 void launch_tile(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
                  const DeviceGemmPlan& plan, float* y, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
-  constexpr int smem = spec.stages * stage_bytes(spec.warp_m16, spec.n8);
-  auto* kernel = grouped_gemm_kernel<kV2, spec.warp_m16, spec.n8, spec.stages>;
-  // The attribute is per device; setting it once per device and kernel keeps launches capturable.
-  static std::array<std::atomic<bool>, 64> configured{};
-  int device = 0;
-  detail::check_call(cudaGetDevice(&device), "cudaGetDevice");
-  if (device >= static_cast<int>(configured.size()) || !configured[device].load()) {
-    detail::check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                       "cudaFuncSetAttribute (grouped_gemm)");
-    if (device < static_cast<int>(configured.size())) configured[device].store(true);
-  }
+  constexpr int smem = kBStages * b_stage_bytes(spec.n8);
+  auto* kernel = grouped_gemm_kernel<kV2, spec.warp_m16, spec.n8, spec.depth>;
+  static_assert(smem <= 48 * 1024, "the routed-row ring fits the default shared-memory limit");
   kernel<<<static_cast<unsigned int>(plan.grid), kThreads, smem, stream>>>(
       x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, routing.active_experts, routing.offsets, plan.items,
       plan.tile, y);
@@ -268,6 +302,7 @@ void launch_layout(const std::uint16_t* x16, const float* xs, const ExpertBank& 
     case 2: return launch_tile<kV2, 2>(x16, xs, w, routing, plan, y, stream);
     case 3: return launch_tile<kV2, 3>(x16, xs, w, routing, plan, y, stream);
     case 4: return launch_tile<kV2, 4>(x16, xs, w, routing, plan, y, stream);
+    case 5: return launch_tile<kV2, 5>(x16, xs, w, routing, plan, y, stream);
     default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(plan.tile) + " out of range");
   }
 }
@@ -287,9 +322,11 @@ GemmTile gemm_tile(int index) {
 int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows) {
   const double per_expert =
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
+  // From bench --all-tiles on the H200 (docs/kernel-notes.md): 64x8 while an expert has a few
+  // rows, 128x32 up to a few dozen, 128x64 beyond.
   if (per_expert <= 6.0) return 0;
-  if (per_expert <= 12.0) return 1;
-  if (per_expert <= 40.0 || out_rows % 128 != 0) return 2;
+  if (out_rows % 128 != 0) return per_expert <= 12.0 ? 1 : 2;
+  if (per_expert <= 40.0) return 3;
   return 4;
 }
 

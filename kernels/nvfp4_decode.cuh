@@ -5,7 +5,8 @@
 // The GEMM runs the MMA with a fixed permutation of k inside every 16-block (the same for A and
 // B, so the sum is over the same products): physical k 2t, 2t+1, 2t+8, 2t+9 hold logical
 // elements 2t, 2t+8, 2t+1, 2t+9. Then each half2 of the A fragment pairs the same nibble of two
-// bytes that are 16 bits apart, and one shift plus one LOP3 builds it.
+// bytes that are 16 bits apart, and one shift plus one LOP3 builds it. The activations (B) are
+// stored in that order by the quantize kernels, so ldmatrix hands them over as they are.
 #pragma once
 #include <cuda_fp16.h>
 
@@ -61,14 +62,6 @@ __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t
   a[3] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w)), scale_g8));        // high nibbles of bytes 1, 3
 }
 
-// B fragment from ldmatrix (x[2t], x[2t+1]) and (x[2t+8], x[2t+9]) into the permuted k order.
-__device__ __forceinline__ void permute_b_fragment(std::uint32_t b[2]) {
-  const std::uint32_t lo = b[0];
-  const std::uint32_t hi = b[1];
-  b[0] = prmt(lo, hi, 0x5410u);  // x[2t], x[2t+8]
-  b[1] = prmt(lo, hi, 0x7632u);  // x[2t+1], x[2t+9]
-}
-
 __device__ __forceinline__ void mma_16816(float c[4], const std::uint32_t a[4], const std::uint32_t b[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -90,6 +83,16 @@ __device__ __forceinline__ void ldmatrix_x2(std::uint32_t r[2], const void* row_
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
                : "=r"(r[0]), "=r"(r[1])
                : "r"(smem_address(row_address)));
+}
+
+// The same at a shared-memory address already converted (the hot loop adds immediates to it).
+__device__ __forceinline__ void ldmatrix_x4_at(std::uint32_t r[4], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2_at(std::uint32_t r[2], std::uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
 }
 
 // Asynchronous global -> shared copies. `bytes_valid` 0 fills the 16 bytes with zeros.

@@ -7,6 +7,7 @@
 #   bench     tpgraph bench, JSON to $OUT/bench.json; BENCH_ARGS adds options (e.g. --all-tiles)
 #   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
 #   ncu       Nsight Compute counters of the grouped GEMMs at t=43 and 4096 (clocks left alone)
+#   sass      cuobjdump of the kernels to $OUT/sass.txt, with instruction counts per GEMM kernel
 # Logs go to $OUT (default ./out); the last lines printed are a summary table.
 set -uo pipefail
 BUILD=${BUILD:-build-kernels}
@@ -59,6 +60,12 @@ for step in "${steps[@]}"; do
       done
       grep -E "grouped_gemm|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" \
         "$OUT/ncu.log" | head -n 80 ;;
+    sass)
+      # Instruction mix of each grouped GEMM kernel (no disassembler on the build machine).
+      cuobjdump --dump-sass "$BUILD/tpgraph" >"$OUT/sass.txt" 2>&1
+      rc=$?
+      awk '/Function : .*grouped_gemm/{name=$3} name && /^ +\/\*[0-9a-f]+\*\//{n[name]++; if ($0 ~ /HMMA/) m[name]++}
+           END {for (k in n) printf "%6d instructions, %5d HMMA  %s\n", n[k], m[k], k}' "$OUT/sass.txt" | sort -k4 ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac
   note "$step" "rc=$rc $(( $(date +%s) - start ))s"

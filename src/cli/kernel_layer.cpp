@@ -74,6 +74,7 @@ std::vector<float> GpuLayer::run() {
   {
     const cuda::DeviceScope scope(devices_.front());
     TPG_CUDA(cudaMemset(layer_out_.get(), 0xff, layer_out_.bytes()));
+    TPG_CUDA(cudaDeviceSynchronize());
   }
   enqueue_chains();
   synchronize();

@@ -172,6 +172,9 @@ RankLayer::RankLayer(int device, const Geometry& g, const Routing& routing, cons
   out_ = DeviceBuffer<float>(device, plane);
   workspace_memory_ = DeviceMemory(device, workspace_bytes(g));
   workspace_ = carve_workspace(workspace_memory_.get(), g);
+  // cudaMemcpy from pageable memory may return before the copy lands, and the chain runs on
+  // non-blocking streams that do not wait for it.
+  TPG_CUDA(cudaDeviceSynchronize());
 }
 
 void RankLayer::replan(const Routing& routing, int gemm_tile) {
@@ -187,6 +190,8 @@ void RankLayer::replan(const Routing& routing, int gemm_tile) {
   down_plan_grid_ = down.grid;
   ffn_plan_tile_ = ffn.tile;
   down_plan_tile_ = down.tile;
+  const DeviceScope scope(device_);
+  TPG_CUDA(cudaDeviceSynchronize());
 }
 
 void RankLayer::upload_input(std::span<const float> z) {
@@ -195,6 +200,8 @@ void RankLayer::upload_input(std::span<const float> z) {
                                 std::to_string(z_.size()));
   }
   z_.upload(z);
+  const DeviceScope scope(device_);
+  TPG_CUDA(cudaDeviceSynchronize());
 }
 
 const DeviceBank& RankLayer::bank(ChainStep gemm) const {
@@ -233,6 +240,8 @@ void RankLayer::poison() const {
   DeviceScope scope(device_);
   TPG_CUDA(cudaMemset(workspace_memory_.get(), 0xff, workspace_memory_.bytes()));
   TPG_CUDA(cudaMemset(out_.get(), 0xff, out_.bytes()));
+  // The memsets run on the legacy stream, which the chain's non-blocking streams do not wait for.
+  TPG_CUDA(cudaDeviceSynchronize());
 }
 
 namespace {
@@ -259,6 +268,8 @@ RankTrace RankLayer::download_trace() const {
   t.a16 = copy_back(workspace_.a16, pairs * ff);
   t.as = copy_back(workspace_.as, pairs);
   t.y = copy_back(workspace_.y, pairs * hidden);
+  kernels::x16_to_natural_order(t.z16, geometry_.hidden);
+  kernels::x16_to_natural_order(t.a16, geometry_.ff);
   t.out = download_out();
   return t;
 }

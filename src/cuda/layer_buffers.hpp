@@ -103,7 +103,8 @@ class RankLayer {
   // Fills the resident workspace and out with 0xff bytes (NaN as fp32 and as fp16), so a test can
   // tell an element no kernel wrote. Synchronous.
   void poison() const;
-  // Synchronous copies of the resident workspace and out, in the CPU reference's own shape.
+  // Synchronous copies of the resident workspace and out, in the CPU reference's own shape (z16 and
+  // a16 back in column order).
   [[nodiscard]] RankTrace download_trace() const;
   [[nodiscard]] std::vector<float> download_out() const;
 
