@@ -2,12 +2,12 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "cli/captured_dot.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "core/atomic_file.hpp"
 #include "core/dot.hpp"
 #include "core/error.hpp"
 #include "core/layer_graph.hpp"
@@ -23,29 +23,6 @@ struct DotArgs {
   bool captured = false;
 };
 
-// Write to FILE.tmp, then rename: a failed or interrupted write never leaves a half file as FILE.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw InputError(fmt::format("{}: cannot write here", path.string()));
-    file << text;
-    file.close();
-    if (!file) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("{}: writing failed", path.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot write here", path.string()));
-  }
-}
-
 void run_dot(const DotArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   if (args.captured) {
@@ -60,7 +37,7 @@ void run_dot(const DotArgs& args) {
   if (args.output.empty() || args.output == "-") {
     std::fputs(text.c_str(), stdout);
   } else {
-    write_atomically(args.output, text);
+    write_file_atomically(args.output, text);  // never a half-written FILE
   }
 }
 

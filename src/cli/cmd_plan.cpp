@@ -96,25 +96,49 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
   }
   const auto per_device = memory_per_device(s, visible);
   out += "           per GPU:";
-  for (const auto& [device, bytes] : per_device) fmt::format_to(w, " GPU {} {};", device, format_bytes(bytes));
+  for (std::size_t i = 0; i < per_device.size(); ++i)
+    fmt::format_to(w, "{} GPU {} {}", i == 0 ? "" : ",", per_device[i].first, format_bytes(per_device[i].second));
   if (static_cast<int>(per_device.size()) < g.ranks) out += " (ranks share a GPU: their needs add up)";
   out += "\n";
 
   const auto ranks = summarize(graph);
   fmt::format_to(w, "graph      {} nodes, {} edges ({} cross-rank){}\n", graph.nodes.size(), graph.edges.size(),
                  cross_rank_edges(graph),
-                 graph.end_joins.empty() ? std::string{}
-                                         : fmt::format(", {} stream(s) rejoin the root at the end", graph.end_joins.size()));
-  out += "           rank GPU";
-  for (auto k : kKinds) fmt::format_to(w, " {:>8}", to_string(k));
-  out += "    kernel memcpy alloc free event   GFLOP  kernel bytes\n";
+                 graph.end_joins.empty()
+                     ? std::string{}
+                     : fmt::format("; {} stream(s) rejoin the root at the end", graph.end_joins.size()));
+  // Only the kinds this graph has, so the table stays narrow.
+  std::vector<std::size_t> shown;
+  for (std::size_t i = 0; i < kKinds.size(); ++i) {
+    for (const auto& rk : ranks) {
+      if (rk.by_kind[i] > 0) {
+        shown.push_back(i);
+        break;
+      }
+    }
+  }
+  out += "           rank  GPU";
+  for (auto i : shown) fmt::format_to(w, " {:>8}", to_string(kKinds[i]));
+  out += "  nodes   GFLOP  kernel bytes\n";
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& rk = ranks[r];
-    fmt::format_to(w, "           {:>4} {:>3}", r, rk.device);
-    for (int c : rk.by_kind) fmt::format_to(w, " {:>8}", c);
-    fmt::format_to(w, "    {:>6} {:>6} {:>5} {:>4} {:>5} {:>7.1f}  {}\n", rk.by_type[0], rk.by_type[1],
-                   rk.by_type[2], rk.by_type[3], rk.by_type[4], rk.flops / 1e9, format_bytes(rk.bytes));
+    fmt::format_to(w, "           {:>4} {:>4}", r, rk.device);
+    int total = 0;
+    for (auto i : shown) fmt::format_to(w, " {:>8}", rk.by_kind[i]);
+    for (int c : rk.by_kind) total += c;
+    fmt::format_to(w, "  {:>5} {:>7.1f}  {:>12}\n", total, rk.flops / 1e9, format_bytes(rk.bytes));
   }
+  out += "           CUDA nodes:";
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    fmt::format_to(w, "{} rank {}", r == 0 ? "" : ";", r);
+    bool first = true;
+    for (std::size_t i = 0; i < kCudaTypes.size(); ++i) {
+      if (ranks[r].by_type[i] == 0) continue;
+      fmt::format_to(w, "{} {} {}", first ? "" : ",", to_string(kCudaTypes[i]), ranks[r].by_type[i]);
+      first = false;
+    }
+  }
+  out += "\n";
   std::fputs(out.c_str(), stdout);
 }
 

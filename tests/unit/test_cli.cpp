@@ -150,8 +150,11 @@ TEST_CASE("dot prints to stdout without -o", "[cli]") {
   CHECK(r.out.rfind("digraph tpgraph {", 0) == 0);
 }
 
-TEST_CASE("dot into a missing folder fails without leaving a file", "[cli][errors]") {
-  check_rejected("dot --tokens 43 -o /nonexistent-dir/g.dot", "/nonexistent-dir/g.dot");
+TEST_CASE("dot into a path it cannot create fails without leaving a file", "[cli][errors]") {
+  TempDir dir;
+  const auto blocker = dir.file("plain-file", "not a folder");
+  check_rejected("dot --tokens 43 -o '" + blocker + "/g.dot'", blocker);
+  CHECK_FALSE(std::filesystem::exists(blocker + "/g.dot.tmp"));
 }
 
 TEST_CASE("dot --captured needs -o", "[cli][errors]") { check_rejected("dot --captured", "-o FILE"); }
@@ -178,22 +181,14 @@ TEST_CASE("bad scenario files exit 2 with one line naming the problem", "[cli][e
   }
 }
 
+// Each run of the binary costs about a second (it loads the CUDA libraries), so this covers each
+// path once; test_scenario.cpp covers every field and value in-process.
 TEST_CASE("invalid geometry and bad flags exit 2 with one line", "[cli][errors]") {
   check_rejected("plan --hidden 100", "hidden = 100");
-  check_rejected("plan --ff 65", "ff = 65");
   check_rejected("plan --tokens 0", "tokens = 0");
-  check_rejected("plan --top-k 999", "top_k = 999");
-  check_rejected("plan --experts 0", "experts = 0");
-  check_rejected("plan --ranks 0", "ranks = 0");
-  check_rejected("plan --layers 0", "layers = 0");
+  check_rejected("dot --top-k 999", "top_k = 999");
   check_rejected("plan --join sum", "--join: 'sum' is not accepted; accepted: none, copy, reduce");
-  check_rejected("plan --peer-copy all", "accepted: none, per-rank, first");
   check_rejected("plan --copy-rows 0", "--copy-rows: '0' is not accepted");
-  check_rejected("plan --alloc pool", "--alloc");
-  check_rejected("plan --issue stream", "--issue");
-  check_rejected("plan --layout v3", "--layout");
-  check_rejected("plan --weights ones", "--weights");
   check_rejected("plan --devices 0,x", "--devices");
-  check_rejected("dot --tokens abc", "--tokens");
-  check_rejected("plan --no-such-flag", "no-such-flag");
+  check_rejected("plan --tokens abc", "--tokens");
 }
