@@ -34,6 +34,7 @@ std::vector<EventSpan> read_spans(const GraphIssuer& issuer, int replay) {
     const int e = last_end[static_cast<std::size_t>(r)];
     if (b < 0 || e < 0) continue;
     float ms = 0;
+    DeviceScope scope(issuer.device(r));
     TPG_CUDA(cudaEventElapsedTime(&ms, issuer.span_event(b), issuer.span_event(e)));
     spans.push_back({replay, r, static_cast<double>(ms)});
   }
