@@ -1,5 +1,6 @@
 #include "cupti/collector.hpp"
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <fmt/format.h>
 
@@ -243,10 +244,60 @@ struct ActiveContext {
   CUcontext context = nullptr;
 };
 
+// The driver API is reached through the runtime's entry-point query, not linked: a binary linked to
+// libcuda.so.1 would not even start on a machine without a GPU driver, where plan, dot and analyze
+// must still work.
+struct DriverApi {
+  decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDevicePrimaryCtxGetState) primary_ctx_get_state = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
+  decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  bool ok = false;
+};
+
+template <class F>
+void load_driver_function(const char* name, F& fn, bool& ok) noexcept {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult query{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &query) != cudaSuccess ||
+      query != cudaDriverEntryPointSuccess || p == nullptr) {
+    (void)cudaGetLastError();
+    ok = false;
+    return;
+  }
+  fn = reinterpret_cast<F>(p);
+}
+
+const DriverApi& driver_api() noexcept {
+  static const DriverApi api = [] {
+    DriverApi a;
+    a.ok = true;
+    load_driver_function("cuDeviceGetCount", a.device_get_count, a.ok);
+    load_driver_function("cuDeviceGet", a.device_get, a.ok);
+    load_driver_function("cuDevicePrimaryCtxGetState", a.primary_ctx_get_state, a.ok);
+    load_driver_function("cuDevicePrimaryCtxRetain", a.primary_ctx_retain, a.ok);
+    load_driver_function("cuDevicePrimaryCtxRelease", a.primary_ctx_release, a.ok);
+    load_driver_function("cuCtxPushCurrent", a.ctx_push_current, a.ok);
+    load_driver_function("cuCtxPopCurrent", a.ctx_pop_current, a.ok);
+    load_driver_function("cuCtxSynchronize", a.ctx_synchronize, a.ok);
+    load_driver_function("cuGetErrorName", a.get_error_name, a.ok);
+    return a;
+  }();
+  return api;
+}
+
 std::vector<ActiveContext> active_primary_contexts() {
   std::vector<ActiveContext> out;
+  const DriverApi& cu = driver_api();
   int count = 0;
-  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS) {
+  // The runtime initialises the driver; asking it for the device count first makes sure it has.
+  if (!cu.ok || cudaGetDeviceCount(&count) != cudaSuccess || cu.device_get_count(&count) != CUDA_SUCCESS) {
+    (void)cudaGetLastError();
     warn("the CUDA driver could not list devices: nothing synchronized before the flush");
     return out;
   }
@@ -254,36 +305,37 @@ std::vector<ActiveContext> active_primary_contexts() {
     CUdevice device = 0;
     unsigned int flags = 0;
     int active = 0;
-    if (cuDeviceGet(&device, ordinal) != CUDA_SUCCESS ||
-        cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || active == 0) {
+    if (cu.device_get(&device, ordinal) != CUDA_SUCCESS ||
+        cu.primary_ctx_get_state(device, &flags, &active) != CUDA_SUCCESS || active == 0) {
       continue;
     }
     CUcontext context = nullptr;
-    if (cuDevicePrimaryCtxRetain(&context, device) == CUDA_SUCCESS) out.push_back({device, context});
+    if (cu.primary_ctx_retain(&context, device) == CUDA_SUCCESS) out.push_back({device, context});
   }
   return out;
 }
 
 void release(const std::vector<ActiveContext>& contexts) noexcept {
-  for (const ActiveContext& c : contexts) (void)cuDevicePrimaryCtxRelease(c.device);
+  for (const ActiveContext& c : contexts) (void)driver_api().primary_ctx_release(c.device);
 }
 
 // A record is complete only once its work has finished: synchronize before a forced flush.
 void synchronize(const std::vector<ActiveContext>& contexts) noexcept {
+  const DriverApi& cu = driver_api();
   for (const ActiveContext& c : contexts) {
-    if (cuCtxPushCurrent(c.context) != CUDA_SUCCESS) {
+    if (cu.ctx_push_current(c.context) != CUDA_SUCCESS) {
       warn(fmt::format("could not make device {}'s context current to synchronize it", c.device));
       continue;
     }
-    const CUresult status = cuCtxSynchronize();
+    const CUresult status = cu.ctx_synchronize();
     if (status != CUDA_SUCCESS) {
       const char* name = nullptr;
-      (void)cuGetErrorName(status, &name);
+      (void)cu.get_error_name(status, &name);
       warn(fmt::format("synchronizing device {} failed ({}): its records may be incomplete", c.device,
                        name != nullptr ? name : "unknown"));
     }
     CUcontext popped = nullptr;
-    (void)cuCtxPopCurrent(&popped);
+    (void)cu.ctx_pop_current(&popped);
   }
 }
 
