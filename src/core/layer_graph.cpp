@@ -14,7 +14,7 @@ constexpr std::int64_t kI32 = 4;
 // Bytes each kernel reads and writes and the flops it does, counted from the geometry and the
 // routing (the weights of active experts only: a grouped GEMM never reads an idle expert).
 struct Costs {
-  std::int64_t pairs, hidden, ff, tokens, active, ranks;
+  std::int64_t pairs, hidden, ff, tokens, active;
 
   [[nodiscard]] std::int64_t weights(std::int64_t rows, std::int64_t cols) const {
     return active * (nvfp4_matrix_bytes(rows, cols) + kF32);
@@ -22,7 +22,10 @@ struct Costs {
   [[nodiscard]] std::int64_t gate_bytes() const {  // gate and up: z16/zs in, g or u out
     return weights(ff, hidden) + pairs * (hidden * kU16 + kF32) + pairs * ff * kF32;
   }
-  [[nodiscard]] double gate_flops() const { return 2.0 * static_cast<double>(pairs * hidden * ff); }
+  // In double: pairs * hidden * ff reaches 2^63 at the geometry's upper bounds.
+  [[nodiscard]] double gate_flops() const {
+    return 2.0 * static_cast<double>(pairs) * static_cast<double>(hidden) * static_cast<double>(ff);
+  }
 };
 
 class Builder {
@@ -30,7 +33,7 @@ class Builder {
   Builder(const Scenario& s, const Routing& routing, int visible_devices)
       : s_(s), visible_(visible_devices) {
     const auto& g = s.geometry;
-    c_ = Costs{routing.n_pairs(), g.hidden, g.ff, g.tokens, routing.n_active(), g.ranks};
+    c_ = Costs{routing.n_pairs(), g.hidden, g.ff, g.tokens, routing.n_active()};
     tail_.assign(static_cast<std::size_t>(g.ranks), -1);
     graph_.ranks = g.ranks;
     graph_.layers = s.layers;
@@ -117,7 +120,7 @@ class Builder {
     add(layer, r, NodeKind::quantize, Role::quantize_a, p + "quant_a", P * F * kF32 + P * (F * kU16 + kF32),
         pd * static_cast<double>(F));
     add(layer, r, NodeKind::gemm, Role::down, p + "down",
-        c_.weights(H, F) + P * (F * kU16 + kF32) + P * H * kF32, 2.0 * pd * static_cast<double>(H * F));
+        c_.weights(H, F) + P * (F * kU16 + kF32) + P * H * kF32, c_.gate_flops());
     // combine: one fma per pair and element; reads y, the pair rows and weights, writes out.
     add(layer, r, NodeKind::combine, Role::combine, p + "combine", P * H * kF32 + P * 2 * kI32 + T * H * kF32,
         2.0 * pd * static_cast<double>(H));

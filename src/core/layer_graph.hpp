@@ -84,7 +84,10 @@ struct Node {
   Role role = Role::gate;
   int peer = -1;  // copies: the non-root rank at the other end
   std::string label;  // "r1.gate", "r0->r1.copy", "L2.r1.down" when layers > 1
-  std::int64_t bytes = 0;   // moved (copies) or read+written (kernels), counted not measured
+  // Counted from the geometry and routing, not measured: bytes moved (copies), read + written
+  // (kernels; GEMMs read only the active experts' weights) or allocated (alloc/free); flops are
+  // 2*rows*in*out for GEMMs and one per multiply/add/exp of the reference's formula elsewhere.
+  std::int64_t bytes = 0;
   double flops = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "catch.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "core/layer_graph.hpp"
