@@ -323,9 +323,10 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
   const double per_expert =
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
   // From bench --all-tiles on the H200 (docs/kernel-notes.md): 64x8 while an expert has a few
-  // rows, 128x32 up to a few dozen, 128x64 beyond.
+  // rows (t=43), 64x16 to a dozen (t=416), 128x32 to a few dozen (t=576), 128x64 beyond (t=4096).
   if (per_expert <= 6.0) return 0;
-  if (out_rows % 128 != 0) return per_expert <= 12.0 ? 1 : 2;
+  if (per_expert <= 12.0) return 1;
+  if (out_rows % 128 != 0) return 2;
   if (per_expert <= 40.0) return 3;
   return 4;
 }

@@ -43,6 +43,7 @@ GpuLayer::GpuLayer(const Geometry& g, const Routing& routing, std::span<const Ra
     ranks_.push_back(std::make_unique<cuda::RankLayer>(devices_[r], g, routing, weights[r], layout));
     ranks_.back()->upload_input(z);
     streams_.push_back(cuda::make_stream(devices_[r]));
+    chain_done_.push_back(cuda::make_event(devices_[r], false));
   }
   const int root = devices_.front();
   std::vector<const float*> pointers;
@@ -55,41 +56,42 @@ GpuLayer::GpuLayer(const Geometry& g, const Routing& routing, std::span<const Ra
   layer_out_ = cuda::DeviceBuffer<float>(root, plane);
 }
 
-void GpuLayer::enqueue_chains() const {
+void GpuLayer::poison() {
+  for (const auto& rank : ranks_) rank->poison();
+  const cuda::DeviceScope scope(devices_.front());
+  TPG_CUDA(cudaMemset(layer_out_.get(), 0xff, layer_out_.bytes()));
+  TPG_CUDA(cudaDeviceSynchronize());
+}
+
+void GpuLayer::enqueue() {
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     const cuda::DeviceScope scope(devices_[r]);
     ranks_[r]->enqueue_chain(streams_[r].get());
+    TPG_CUDA(cudaEventRecord(chain_done_[r].get(), streams_[r].get()));
   }
+  const cuda::DeviceScope scope(devices_.front());
+  const cudaStream_t root = streams_.front().get();
+  // Ranks 1..R-1's partials to the root (unified addressing reaches any GPU), then the root's
+  // output plus each partial in rank order (contract step 7). All stream-ordered.
+  for (std::size_t r = 1; r < ranks_.size(); ++r) {
+    TPG_CUDA(cudaStreamWaitEvent(root, chain_done_[r].get(), 0));
+    TPG_CUDA(cudaMemcpyAsync(staged_[r - 1].get(), ranks_[r]->out(), staged_[r - 1].bytes(), cudaMemcpyDefault, root));
+  }
+  TPG_CUDA(cudaMemcpyAsync(layer_out_.get(), ranks_.front()->out(), layer_out_.bytes(), cudaMemcpyDefault, root));
+  kernels::join_reduce(partials_.get(), static_cast<int>(ranks_.size()) - 1,
+                       static_cast<std::int64_t>(layer_out_.size()), layer_out_.get(), root);
 }
 
-void GpuLayer::synchronize() const {
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    const cuda::DeviceScope scope(devices_[r]);
-    TPG_CUDA(cudaStreamSynchronize(streams_[r].get()));
-  }
+std::vector<float> GpuLayer::collect() const {
+  const cuda::DeviceScope scope(devices_.front());
+  TPG_CUDA(cudaStreamSynchronize(streams_.front().get()));
+  return layer_out_.download();
 }
 
 std::vector<float> GpuLayer::run() {
-  for (const auto& rank : ranks_) rank->poison();
-  {
-    const cuda::DeviceScope scope(devices_.front());
-    TPG_CUDA(cudaMemset(layer_out_.get(), 0xff, layer_out_.bytes()));
-    TPG_CUDA(cudaDeviceSynchronize());
-  }
-  enqueue_chains();
-  synchronize();
-  const cuda::DeviceScope scope(devices_.front());
-  // Ranks 1..R-1's partials to the root (plain copies: unified addressing reaches any GPU), then the
-  // root's output plus each partial in rank order (contract step 7).
-  for (std::size_t r = 1; r < ranks_.size(); ++r) {
-    TPG_CUDA(cudaMemcpy(staged_[r - 1].get(), ranks_[r]->out(), staged_[r - 1].bytes(), cudaMemcpyDefault));
-  }
-  TPG_CUDA(cudaMemcpy(layer_out_.get(), ranks_.front()->out(), layer_out_.bytes(), cudaMemcpyDefault));
-  const cudaStream_t root = streams_.front().get();
-  kernels::join_reduce(partials_.get(), static_cast<int>(ranks_.size()) - 1,
-                       static_cast<std::int64_t>(layer_out_.size()), layer_out_.get(), root);
-  TPG_CUDA(cudaStreamSynchronize(root));
-  return layer_out_.download();
+  poison();
+  enqueue();
+  return collect();
 }
 
 std::vector<float> GpuLayer::rank_output(int rank) const { return ranks_[static_cast<std::size_t>(rank)]->download_out(); }

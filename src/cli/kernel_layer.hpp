@@ -36,21 +36,25 @@ class GpuLayer {
   GpuLayer(const Geometry& g, const Routing& routing, std::span<const RankWeights> weights,
            std::span<const float> z, std::span<const int> devices, Layout layout);
 
-  // Poisons every rank's buffers, runs every chain and the join, waits, and returns the layer
-  // output [tokens][hidden].
+  // Poisons every rank's buffers and the layer output (NaN bytes), synchronously.
+  void poison();
+  // Enqueues every rank's chain on its stream and then, on the root's stream (after each rank's
+  // chain, through events), the copies of the partials and the join. Returns at once.
+  void enqueue();
+  // Waits for the root's stream and returns the layer output [tokens][hidden].
+  [[nodiscard]] std::vector<float> collect() const;
+  // poison, enqueue, collect.
   [[nodiscard]] std::vector<float> run();
   // The last run's output of rank r [tokens][hidden].
   [[nodiscard]] std::vector<float> rank_output(int rank) const;
   [[nodiscard]] const cuda::RankLayer& rank(int r) const { return *ranks_[static_cast<std::size_t>(r)]; }
-  // Enqueues every chain without waiting (the join is not included).
-  void enqueue_chains() const;
-  void synchronize() const;
 
  private:
   Geometry geometry_;
   std::vector<int> devices_;
   std::vector<std::unique_ptr<cuda::RankLayer>> ranks_;
   std::vector<cuda::Stream> streams_;
+  std::vector<cuda::Event> chain_done_;             // [rank]: recorded after the rank's chain
   std::vector<cuda::DeviceBuffer<float>> staged_;  // on the root: ranks 1..R-1's outputs
   cuda::DeviceBuffer<const float*> partials_;       // device array of staged_ pointers
   cuda::DeviceBuffer<float> layer_out_;
