@@ -381,6 +381,8 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
                       "the replays with tracing on");
   } else {
     v.event_spans = untraced.spans;
+    v.notes.push_back("not traced (run --no-trace, or no CUPTI): no activity records by choice; the event spans "
+                      "and host launch times are the whole measurement");
   }
   say(progress_, "checking the output against the CPU reference");
   v.output_check = prepared->check_output();
