@@ -2,15 +2,23 @@
 // for every routed row i of expert e.
 //
 // Weights sit on the MMA's M side and routed rows (tokens) on N, because an expert has few rows
-// at decode sizes (1-3 at t=43). One block computes 64*warp_m16 weight rows x 8*n8 routed rows of
-// one expert over all of K: no split-K, no atomics. K streams through shared memory in 64-column
-// chunks (one NVFP4 chunk) with a cp.async pipeline; each warp decodes its weight fragments in
-// registers (nvfp4_decode.cuh) and reuses them for every n8 tile of the block.
+// at decode sizes (1-3 at t=43). Every warp owns 16 weight rows: it streams their NVFP4 bytes from
+// global memory straight into registers, several 64-column chunks ahead, and decodes them to the
+// fp16 A fragment of an m16n8k16 MMA (nvfp4_decode.cuh). The routed rows go through a cp.async
+// ring in shared memory. No split-K, no atomics: a block owns its outputs over all of K.
 //
-// Determinism and batch invariance: every output element is one fp32 accumulator updated by
-// m16n8k16 MMAs in k order 0, 16, 32, ... with the same operands whatever the tile, the layout, the
-// row's position in its block or the number of tokens. v1 and v2 differ only in how the bytes
-// reach the registers.
+// Two kernels share that scheme:
+//  - mma.sync (tiles 64x8, 64x16, 64x32): one block of 4 warps = 64 weight rows x 8*n8 routed
+//    rows; B fragments by ldmatrix. For the few-token sizes, where the decode is the work.
+//  - wgmma (tiles 128 x <=128 and 256 x <=128): warpgroups of 4 warps, each 64 weight rows; the A
+//    fragment goes from registers straight into wgmma.mma_async m64nNk16, B from shared memory by
+//    descriptor. N is the block's routed rows rounded up to 16 (an expert's rows are split evenly
+//    into blocks of at most 128), so the tensor cores do little padding. For the many-token sizes.
+//
+// Determinism and batch invariance: every output element is one fp32 accumulator updated by k16
+// MMAs in k order 0, 16, 32, ... with the same operands whatever the tile, the layout, the row's
+// position in its block or the number of tokens. wgmma and mma.sync give the same bits for the
+// same k16 steps (measured on the H200: docs/kernel-notes.md; the GPU tests compare every tile).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +31,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
 #include "kernels/nvfp4_decode.cuh"
+#include "kernels/wgmma_ops.cuh"
 
 namespace tpgraph::kernels {
 namespace {
@@ -31,30 +40,32 @@ using detail::cp_async16;
 using detail::cp_async_commit;
 using detail::cp_async_wait;
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
 constexpr int kChunkElems = 64;
-constexpr int kChunkBytes = 36;       // 32 bytes of E2M1 + 4 UE4M3 scales per 64 columns
-constexpr int kUnitBytes = 576;        // 16 rows x one chunk
+constexpr int kChunkBytes = 36;   // 32 bytes of E2M1 + 4 UE4M3 scales per 64 columns
+constexpr int kUnitBytes = 576;   // 16 rows x one chunk
 constexpr int kItemInts = 3;
+constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
+constexpr int kWgmmaMaxTokens = 128;
 
+// Tiles, by GemmTile index. mma: 4 warps, 64 weight rows, 8*n8 tokens, `depth` chunks of weights
+// in flight per warp. wgmma: `warpgroups` x 64 weight rows, up to 128 tokens.
 struct TileSpec {
-  int warp_m16;  // m16 tiles per warp (4 warps along the weight rows)
-  int n8;        // n8 tiles per block (routed rows)
-  int depth;     // 64-column chunks of weights in flight per warp (registers)
-  int min_blocks;  // blocks per SM the registers must allow (__launch_bounds__)
+  bool wgmma;
+  int n8;          // mma: n8 tiles per block
+  int warpgroups;  // wgmma: warpgroups per block
+  int depth;       // weight chunks in flight per warp (registers)
+  int min_blocks;  // mma: blocks per SM the registers must allow (0: no minimum)
 };
-// Index = GemmTile index. Small tiles stream weights (deep prefetch); large ones reuse them.
-// Tile 0 asks for 8 blocks per SM (64 registers, no spills) instead of the 7 that 72+ registers
-// allowed: at t=43 gate and up launch 1960 equal blocks, 2.12 waves of 924 at 7 per SM, whose last
-// 0.12 wave costs a whole block's duration; at 8 per SM they are 1.86 waves of 1056. Tile 1 spills
-// at 64 registers even with depth 5, so it keeps 7 per SM.
-constexpr std::array<TileSpec, 6> kTiles{
-    {{1, 1, 6, 8}, {1, 2, 6, 0}, {1, 4, 4, 0}, {2, 4, 4, 0}, {2, 8, 3, 0}, {4, 8, 2, 0}}};
-constexpr int kBStages = 4;            // routed-row chunks in the shared-memory ring
-constexpr int kBRowStride = 144;       // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
+constexpr std::array<TileSpec, 5> kTiles{{
+    {false, 1, 1, 4, 8},  // 64 x 8
+    {false, 2, 1, 4, 0},  // 64 x 16
+    {false, 4, 1, 4, 0},  // 64 x 32
+    {true, 0, 2, 4, 2},   // 128 x <=128
+    {true, 0, 4, 4, 1},   // 256 x <=128
+}};
 
-constexpr int b_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
+constexpr int spec_rows(const TileSpec& s) { return s.wgmma ? 64 * s.warpgroups : 64; }
+constexpr int spec_tokens(const TileSpec& s) { return s.wgmma ? kWgmmaMaxTokens : 8 * s.n8; }
 
 __device__ __forceinline__ uint4 load_stream16(const std::uint8_t* p) {
   uint4 v;
@@ -81,166 +92,193 @@ struct Fragment {
   uint2 scales;
 };
 
-// v2: the unit is contiguous; the lane's words are 16 bytes at 16 * lane, its scales at 512 + 8g.
-__device__ __forceinline__ Fragment load_fragment_v2(const std::uint8_t* unit, int lane) {
-  return Fragment{load_stream16(unit + 16 * lane), load_stream8(unit + 512 + 8 * (lane / 4))};
-}
+// A warp's stream of weight fragments for one 16-row tile, chunk after chunk. v2: the unit is
+// contiguous; the lane's words are 16 bytes at 16 * lane, its scales at 512 + 8g. v1: rows g and
+// g+8 of the tile, row-major; the same words assembled from byte t of each row word.
+template <bool kV2>
+struct WeightStream {
+  const std::uint8_t* p;   // v2: this lane's 16 bytes of the next chunk's unit; v1: row g
+  const std::uint8_t* p8;  // v2: this lane's scales; v1: row g+8
+  std::uint32_t select_t;
 
-// v1: rows g and g+8 of the tile, row-major; the same words assembled from byte t of each row word.
-__device__ __forceinline__ Fragment load_fragment_v1(const std::uint8_t* row_g, const std::uint8_t* row_g8,
-                                                     std::uint32_t select_t) {
-  std::uint32_t w[4];
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    const std::uint32_t lo = detail::prmt(load_word(row_g + 8 * kk), load_word(row_g8 + 8 * kk), select_t);
-    const std::uint32_t hi = detail::prmt(load_word(row_g + 8 * kk + 4), load_word(row_g8 + 8 * kk + 4), select_t);
-    w[kk] = detail::prmt(lo, hi, 0x5410u);  // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+  __device__ __forceinline__ WeightStream(const std::uint8_t* matrix, int tile, int chunks, int lane) {
+    const int g = lane / 4;
+    const int t = lane % 4;
+    if constexpr (kV2) {
+      const std::uint8_t* unit = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
+      p = unit + 16 * lane;
+      p8 = unit + 512 + 8 * g;
+    } else {
+      p = matrix + (static_cast<std::int64_t>(tile) * 16 + g) * chunks * kChunkBytes;
+      p8 = p + 8 * static_cast<std::int64_t>(chunks) * kChunkBytes;
+    }
+    select_t = static_cast<std::uint32_t>(t) | (static_cast<std::uint32_t>(4 + t) << 4);
   }
-  return Fragment{make_uint4(w[0], w[1], w[2], w[3]), make_uint2(load_word(row_g + 32), load_word(row_g8 + 32))};
+
+  // The next chunk's fragment; the stream moves on by one chunk.
+  __device__ __forceinline__ Fragment next() {
+    Fragment f;
+    if constexpr (kV2) {
+      f = Fragment{load_stream16(p), load_stream8(p8)};
+      p += kUnitBytes;
+      p8 += kUnitBytes;
+    } else {
+      std::uint32_t w[4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const std::uint32_t lo = detail::prmt(load_word(p + 8 * kk), load_word(p8 + 8 * kk), select_t);
+        const std::uint32_t hi = detail::prmt(load_word(p + 8 * kk + 4), load_word(p8 + 8 * kk + 4), select_t);
+        w[kk] = detail::prmt(lo, hi, 0x5410u);  // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+      }
+      f = Fragment{make_uint4(w[0], w[1], w[2], w[3]), make_uint2(load_word(p + 32), load_word(p8 + 32))};
+      p += kChunkBytes;
+      p8 += kChunkBytes;
+    }
+    return f;
+  }
+};
+
+__device__ __forceinline__ std::uint32_t word_of(const Fragment& f, int kk) {
+  return kk == 0 ? f.values.x : kk == 1 ? f.values.y : kk == 2 ? f.values.z : f.values.w;
 }
 
-template <bool kV2, int kWarpM16, int kN8, int kDepth, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    grouped_gemm_kernel(const std::uint16_t* __restrict__ x16_bits, const float* __restrict__ xs,
-                        const std::uint8_t* __restrict__ weights, const float* __restrict__ tensor_scale,
-                        int out_rows, int in_cols, const std::int32_t* __restrict__ active_experts,
-                        const std::int32_t* __restrict__ offsets, const std::int32_t* __restrict__ items,
-                        int tile_index, float* __restrict__ y) {
-  constexpr int kStageBytes = b_stage_bytes(kN8);
+// Writes one accumulator fragment row pair: out rows o and o+8 of routed rows col, col+1.
+__device__ __forceinline__ void store_pair(float* y, const float* xs, float ts, std::int64_t row_begin, int block_rows,
+                                           int out_rows, int o, int col, const float (&v)[4]) {
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    if (col + c < block_rows) {
+      const std::int64_t row = row_begin + col + c;
+      const float scale = __fmul_rn(xs[row], ts);
+      // The decoded weights carry 2^-14 (nvfp4_decode.cuh): scaling the sum back is exact.
+      float* out = y + row * out_rows + o;
+      out[0] = __fmul_rn(scale, __fmul_rn(v[c], 16384.0f));
+      out[8] = __fmul_rn(scale, __fmul_rn(v[2 + c], 16384.0f));
+    }
+  }
+}
+
+struct GemmArgs {
+  const std::uint16_t* x16_bits;
+  const float* xs;
+  const std::uint8_t* weights;
+  const float* tensor_scale;
+  int out_rows;
+  int in_cols;
+  const std::int32_t* active_experts;
+  const std::int32_t* offsets;
+  const std::int32_t* items;
+  int tile_index;
+  float* y;
+};
+
+// ---------------------------------------------------------------------------------------------
+// mma.sync kernel: 4 warps x 16 weight rows, 8*kN8 routed rows.
+
+constexpr int kMmaThreads = 128;
+constexpr int kBRowStride = 144;  // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
+constexpr int mma_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
+
+template <bool kV2, int kN8, int kDepth, int kMinBlocks>
+__global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
+  static_assert(kDepth % kBStages == 0, "one unrolled round covers the weight ring and the routed-row ring");
+  constexpr int kStageBytes = mma_stage_bytes(kN8);
   constexpr int kBlockTokens = 8 * kN8;
   constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
-  constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
+  constexpr int kPiecesPerThread = (kPieces + kMmaThreads - 1) / kMmaThreads;
   extern __shared__ __align__(128) std::uint8_t smem[];
 
   // A plan cut for another tile would index the wrong rows: fail loudly.
-  if (items[0] != tile_index) __trap();
-  const std::int32_t* item = items + 1 + kItemInts * blockIdx.x;
+  if (args.items[0] != args.tile_index) __trap();
+  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
   const int active = item[0];
   const int row_block = item[1];
   const int token_block = item[2];
-  const int expert = active_experts[active];
-  const int row_begin = offsets[active] + token_block * kBlockTokens;
-  const int block_rows = min(kBlockTokens, offsets[active + 1] - row_begin);
-  const int chunks = in_cols / kChunkElems;
-  const int tiles = out_rows / 16;
+  const int expert = args.active_experts[active];
+  const int row_begin = args.offsets[active] + token_block * kBlockTokens;
+  const int block_rows = min(kBlockTokens, args.offsets[active + 1] - row_begin);
+  const int chunks = args.in_cols / kChunkElems;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const int warp_tile = row_block * kWarps * kWarpM16 + warp * kWarpM16;  // this warp's first m16 tile
+  const int tile = row_block * 4 + warp;  // this warp's m16 tile
+  const bool tile_valid = tile < args.out_rows / 16;
   const std::uint8_t* matrix =
-      weights + static_cast<std::int64_t>(expert) * out_rows * chunks * kChunkBytes;
+      args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
-  // Routed rows: each thread copies the same pieces of every chunk; rows past the expert's end are
+  // Routed rows: each thread copies the same pieces of every chunk; rows past the block's end are
   // zero-filled (cp.async with 0 source bytes).
-  const __half* x16 = reinterpret_cast<const __half*>(x16_bits);
+  const __half* x16 = reinterpret_cast<const __half*>(args.x16_bits);
   const __half* piece_src[kPiecesPerThread];
-  int piece_dst[kPiecesPerThread];
+  std::uint32_t piece_dst[kPiecesPerThread];
   int piece_bytes[kPiecesPerThread];
+  const std::uint32_t b_base = detail::smem_address(smem);
 #pragma unroll
   for (int i = 0; i < kPiecesPerThread; ++i) {
-    const int p = threadIdx.x + i * kThreads;
+    const int p = threadIdx.x + i * kMmaThreads;
     const int n = p / 8;
     const int q = p % 8;
     const bool valid = p < kPieces && n < block_rows;
-    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : 0) * in_cols + q * 8;
-    piece_dst[i] = p < kPieces ? n * kBRowStride + q * 16 : -1;
+    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : row_begin) * args.in_cols + q * 8;
+    piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>(n * kBRowStride + q * 16) : 0xffffffffu;
     piece_bytes[i] = valid ? 16 : 0;
   }
-  auto load_b = [&](int chunk) {
-    std::uint8_t* stage = smem + (chunk % kBStages) * kStageBytes;
+  auto load_b = [&](int stage) {
 #pragma unroll
     for (int i = 0; i < kPiecesPerThread; ++i) {
-      if (piece_dst[i] >= 0) cp_async16(stage + piece_dst[i], piece_src[i] + chunk * kChunkElems, piece_bytes[i]);
-    }
-  };
-
-  // Weights: each warp streams its own tiles into registers, kDepth chunks ahead.
-  const std::uint8_t* a_ptr[kWarpM16];
-  const std::uint8_t* a_row_g8[kWarpM16];
-  bool tile_valid[kWarpM16];
-#pragma unroll
-  for (int j = 0; j < kWarpM16; ++j) {
-    const int tile = warp_tile + j;
-    tile_valid[j] = tile < tiles;
-    const int safe_tile = tile_valid[j] ? tile : 0;
-    if constexpr (kV2) {
-      a_ptr[j] = matrix + static_cast<std::int64_t>(safe_tile) * chunks * kUnitBytes;
-      a_row_g8[j] = nullptr;
-    } else {
-      a_ptr[j] = matrix + (static_cast<std::int64_t>(safe_tile) * 16 + g) * chunks * kChunkBytes;
-      a_row_g8[j] = a_ptr[j] + 8 * static_cast<std::int64_t>(chunks) * kChunkBytes;
-    }
-  }
-  const std::uint32_t select_t = static_cast<std::uint32_t>(t) | (static_cast<std::uint32_t>(4 + t) << 4);
-  auto load_a = [&](Fragment (&f)[kWarpM16], int chunk) {
-#pragma unroll
-    for (int j = 0; j < kWarpM16; ++j) {
-      if (!tile_valid[j]) continue;
-      if constexpr (kV2) {
-        f[j] = load_fragment_v2(a_ptr[j] + static_cast<std::int64_t>(chunk) * kUnitBytes, lane);
-      } else {
-        const std::int64_t at = static_cast<std::int64_t>(chunk) * kChunkBytes;
-        f[j] = load_fragment_v1(a_ptr[j] + at, a_row_g8[j] + at, select_t);
+      if (kPieces % kMmaThreads == 0 || piece_dst[i] != 0xffffffffu) {
+        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kStageBytes), piece_src[i],
+                              piece_bytes[i]);
       }
+      piece_src[i] += kChunkElems;
     }
   };
 
-  float acc[kWarpM16][kN8][4];
+  // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
+  // nothing: no branch in the loop.
+  WeightStream<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane);
+
+  float acc[kN8][4];
 #pragma unroll
-  for (int j = 0; j < kWarpM16; ++j)
+  for (int n = 0; n < kN8; ++n)
 #pragma unroll
-    for (int n = 0; n < kN8; ++n)
-#pragma unroll
-      for (int v = 0; v < 4; ++v) acc[j][n][v] = 0.0f;
+    for (int v = 0; v < 4; ++v) acc[n][v] = 0.0f;
 
   // ldmatrix row addresses: x4 covers n8 tiles (2p, 2p+1) x k 0-7 / 8-15; x2 the last odd tile.
   const int mat = lane / 8;
-  const std::uint32_t b_base = detail::smem_address(smem);
   const std::uint32_t lane_x4 =
-      static_cast<std::uint32_t>(((mat / 2) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+      b_base + static_cast<std::uint32_t>(((mat / 2) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
   const std::uint32_t lane_x2 =
-      static_cast<std::uint32_t>(((kN8 - 1) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+      b_base + static_cast<std::uint32_t>(((kN8 - 1) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
 
-  auto compute = [&](const Fragment (&f)[kWarpM16], int chunk) {
-    const std::uint32_t stage = b_base + static_cast<std::uint32_t>((chunk % kBStages) * kStageBytes);
-    auto k16_step = [&](auto kk_constant) {
-      constexpr int kk = decltype(kk_constant)::value;
+  auto compute = [&](const Fragment& f, int stage) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
       std::uint32_t b[kN8][2];
 #pragma unroll
       for (int n = 0; n + 1 < kN8; n += 2) {
         std::uint32_t r[4];
-        detail::ldmatrix_x4_at(r, stage + lane_x4 + static_cast<std::uint32_t>(n * 8 * kBRowStride + kk * 32));
+        detail::ldmatrix_x4_at(r, lane_x4 + static_cast<std::uint32_t>(stage * kStageBytes + n * 8 * kBRowStride + kk * 32));
         b[n][0] = r[0];
         b[n][1] = r[1];
         b[n + 1][0] = r[2];
         b[n + 1][1] = r[3];
       }
       if constexpr (kN8 % 2 == 1) {
-        detail::ldmatrix_x2_at(b[kN8 - 1], stage + lane_x2 + static_cast<std::uint32_t>(kk * 32));
+        detail::ldmatrix_x2_at(b[kN8 - 1], lane_x2 + static_cast<std::uint32_t>(stage * kStageBytes + kk * 32));
       }
+      std::uint32_t a[4];
+      detail::decode_a_fragment(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
 #pragma unroll
-      for (int j = 0; j < kWarpM16; ++j) {
-        if (tile_valid[j]) {
-          const std::uint32_t word = kk == 0 ? f[j].values.x : kk == 1 ? f[j].values.y : kk == 2 ? f[j].values.z
-                                                                                                 : f[j].values.w;
-          std::uint32_t a[4];
-          detail::decode_a_fragment<kk>(word, f[j].scales.x, f[j].scales.y, a);
-#pragma unroll
-          for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[j][n], a, b[n]);
-        }
-      }
-    };
-    k16_step(std::integral_constant<int, 0>{});
-    k16_step(std::integral_constant<int, 1>{});
-    k16_step(std::integral_constant<int, 2>{});
-    k16_step(std::integral_constant<int, 3>{});
+      for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[n], a, b[n]);
+    }
   };
 
-  Fragment ring[kDepth][kWarpM16];
+  Fragment ring[kDepth];
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) {
-    if (d < chunks) load_a(ring[d], d);
+    if (d < chunks) ring[d] = weights.next();
   }
 #pragma unroll
   for (int s = 0; s < kBStages - 1; ++s) {
@@ -254,62 +292,206 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       if (chunk < chunks) {
         cp_async_wait<kBStages - 2>();
         __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
-        if (chunk + kBStages - 1 < chunks) load_b(chunk + kBStages - 1);
+        if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages);
         cp_async_commit();
-        compute(ring[d], chunk);
-        if (chunk + kDepth < chunks) load_a(ring[d], chunk + kDepth);
+        compute(ring[d], d % kBStages);
+        if (chunk + kDepth < chunks) ring[d] = weights.next();
       }
     }
   }
   cp_async_wait<0>();
 
-  const float ts = tensor_scale[expert];
+  if (!tile_valid) return;
+  const float ts = args.tensor_scale[expert];
+  const int o = tile * 16 + g;
 #pragma unroll
-  for (int j = 0; j < kWarpM16; ++j) {
-    if (!tile_valid[j]) continue;
-    const int o = (warp_tile + j) * 16 + g;
+  for (int n = 0; n < kN8; ++n) store_pair(args.y, args.xs, ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma kernel: kWarpgroups x 64 weight rows, up to 128 routed rows.
+//
+// B in shared memory, per stage, in wgmma's no-swizzle K-major layout: core matrices of 8 routed
+// rows x 8 k (16 bytes per row, 128 bytes per core matrix), the 8 k-cores of a chunk 128 bytes
+// apart (leading byte offset) and 8-row groups 1024 bytes apart (stride byte offset). A k16 step
+// is two k-cores, 256 bytes on from the previous one.
+
+constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 16 KB
+constexpr int kWgStages = 4;
+constexpr int kWgSmemBytes = kWgStages * kWgStageBytes;
+constexpr int kWgAhead = 2;  // chunks of B in flight ahead of the one computed
+
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t address) {
+  constexpr std::uint64_t kLeading = 128 >> 4;
+  constexpr std::uint64_t kStride = 1024 >> 4;
+  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32);
+}
+
+template <bool kV2, int kWarpgroups, int kDepth, int kN>
+__device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
+                                            int row_begin, int block_rows) {
+  static_assert(kDepth % kWgStages == 0, "one unrolled round covers the weight ring and the routed-row ring");
+  constexpr int kThreads = 128 * kWarpgroups;
+  constexpr int kPieces = kN * 8;
+  constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
+  const int chunks = args.in_cols / kChunkElems;
+  const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  const int tile = row_block * 4 * kWarpgroups + warp;
+  const bool tile_valid = tile < args.out_rows / 16;
+  const std::uint8_t* matrix =
+      args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+
+  const __half* x16 = reinterpret_cast<const __half*>(args.x16_bits);
+  const std::uint32_t b_base = detail::smem_address(smem);
+  const __half* piece_src[kPiecesPerThread];
+  std::uint32_t piece_dst[kPiecesPerThread];
+  int piece_bytes[kPiecesPerThread];
 #pragma unroll
-    for (int n = 0; n < kN8; ++n) {
+  for (int i = 0; i < kPiecesPerThread; ++i) {
+    // Eight consecutive threads fill one core matrix (128 contiguous bytes): no bank conflicts.
+    const int p = threadIdx.x + i * kThreads;
+    const int n = (p / 64) * 8 + p % 8;
+    const int q = (p / 8) % 8;
+    const bool valid = p < kPieces && n < block_rows;
+    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : row_begin) * args.in_cols + q * 8;
+    piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>((n / 8) * 1024 + q * 128 + (n % 8) * 16)
+                               : 0xffffffffu;
+    piece_bytes[i] = valid ? 16 : 0;
+  }
+  auto load_b = [&](int stage) {
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int col = n * 8 + 2 * t + c;
-        if (col < block_rows) {
-          const std::int64_t row = row_begin + col;
-          const float scale = __fmul_rn(xs[row], ts);
-          // The decoded weights carry 2^-14 (nvfp4_decode.cuh): scaling the sum back is exact.
-          float* out = y + row * out_rows + o;
-          out[0] = __fmul_rn(scale, __fmul_rn(acc[j][n][c], 16384.0f));
-          out[8] = __fmul_rn(scale, __fmul_rn(acc[j][n][2 + c], 16384.0f));
+    for (int i = 0; i < kPiecesPerThread; ++i) {
+      if (kPieces % kThreads == 0 || piece_dst[i] != 0xffffffffu) {
+        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kWgStageBytes), piece_src[i],
+                              piece_bytes[i]);
+      }
+      piece_src[i] += kChunkElems;
+    }
+  };
+
+  WeightStream<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane);
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+
+  Fragment ring[kDepth];
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) {
+    if (d < chunks) ring[d] = weights.next();
+  }
+#pragma unroll
+  for (int s = 0; s < kWgAhead; ++s) {
+    if (s < chunks) load_b(s);
+    cp_async_commit();
+  }
+  for (int base = 0; base < chunks; base += kDepth) {
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+      const int chunk = base + d;
+      if (chunk < chunks) {
+        cp_async_wait<kWgAhead - 1>();
+        // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        // Stage d+2 was last read by chunk d-2's wgmmas, all complete (at most one k16 step is in
+        // flight past a chunk's end).
+        if (chunk + kWgAhead < chunks) load_b((d + kWgAhead) % kWgStages);
+        cp_async_commit();
+        const Fragment f = ring[d];
+        if (chunk + kDepth < chunks) ring[d] = weights.next();
+        const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          std::uint32_t a[4];
+          detail::decode_a_fragment(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+          detail::wgmma_fence();
+          detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
+          detail::wgmma_commit();
+          detail::wgmma_wait<1>();
         }
       }
     }
   }
+  detail::wgmma_wait<0>();
+  cp_async_wait<0>();
+
+  if (!tile_valid) return;
+  const float ts = args.tensor_scale[expert];
+  const int o = tile * 16 + g;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j) {
+    const float v[4] = {acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]};
+    store_pair(args.y, args.xs, ts, row_begin, block_rows, args.out_rows, o, j * 8 + 2 * t, v);
+  }
 }
 
+// An expert's rows split evenly into ceil(rows / 128) blocks (the planner cuts the same way).
+__host__ __device__ __forceinline__ int wgmma_token_blocks(int rows) {
+  return (rows + kWgmmaMaxTokens - 1) / kWgmmaMaxTokens;
+}
+
+template <bool kV2, int kWarpgroups, int kDepth, int kMinBlocks>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wgmma_kernel(const GemmArgs args) {
+  extern __shared__ __align__(1024) std::uint8_t wg_smem[];
+  if (args.items[0] != args.tile_index) __trap();
+  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
+  const int active = item[0];
+  const int row_block = item[1];
+  const int token_block = item[2];
+  const int expert = args.active_experts[active];
+  const int expert_rows = args.offsets[active + 1] - args.offsets[active];
+  const int blocks = wgmma_token_blocks(expert_rows);
+  const int begin = args.offsets[active] + token_block * expert_rows / blocks;
+  const int end = args.offsets[active] + (token_block + 1) * expert_rows / blocks;
+  const int rows = end - begin;
+  switch ((rows + 15) / 16) {
+    case 1: return wgmma_block<kV2, kWarpgroups, kDepth, 16>(args, wg_smem, expert, row_block, begin, rows);
+    case 2: return wgmma_block<kV2, kWarpgroups, kDepth, 32>(args, wg_smem, expert, row_block, begin, rows);
+    case 3: return wgmma_block<kV2, kWarpgroups, kDepth, 48>(args, wg_smem, expert, row_block, begin, rows);
+    case 4: return wgmma_block<kV2, kWarpgroups, kDepth, 64>(args, wg_smem, expert, row_block, begin, rows);
+    case 5: return wgmma_block<kV2, kWarpgroups, kDepth, 80>(args, wg_smem, expert, row_block, begin, rows);
+    case 6: return wgmma_block<kV2, kWarpgroups, kDepth, 96>(args, wg_smem, expert, row_block, begin, rows);
+    case 7: return wgmma_block<kV2, kWarpgroups, kDepth, 112>(args, wg_smem, expert, row_block, begin, rows);
+    case 8: return wgmma_block<kV2, kWarpgroups, kDepth, 128>(args, wg_smem, expert, row_block, begin, rows);
+    default: __trap();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
 template <bool kV2, int kTile>
-void launch_tile(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
-                 const DeviceGemmPlan& plan, float* y, cudaStream_t stream) {
+void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
-  constexpr int smem = kBStages * b_stage_bytes(spec.n8);
-  auto* kernel = grouped_gemm_kernel<kV2, spec.warp_m16, spec.n8, spec.depth, spec.min_blocks>;
-  static_assert(smem <= 48 * 1024, "the routed-row ring fits the default shared-memory limit");
-  kernel<<<static_cast<unsigned int>(plan.grid), kThreads, smem, stream>>>(
-      x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, routing.active_experts, routing.offsets, plan.items,
-      plan.tile, y);
+  if constexpr (spec.wgmma) {
+    auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.depth, spec.min_blocks>;
+    // More than the default 48 KB of dynamic shared memory: opt in once per kernel (not a stream
+    // operation, so it is allowed while a stream is being captured).
+    static const cudaError_t opted =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes);
+    detail::check_call(opted, "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, kWgSmemBytes, stream>>>(args);
+  } else {
+    constexpr int smem = kBStages * mma_stage_bytes(spec.n8);
+    static_assert(smem <= 48 * 1024, "the routed-row ring fits the default shared-memory limit");
+    auto* kernel = grouped_gemm_mma_kernel<kV2, spec.n8, spec.depth, spec.min_blocks>;
+    kernel<<<static_cast<unsigned int>(grid), kMmaThreads, smem, stream>>>(args);
+  }
   detail::check_launch("grouped_gemm");
 }
 
 template <bool kV2>
-void launch_layout(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
-                   const DeviceGemmPlan& plan, float* y, cudaStream_t stream) {
-  switch (plan.tile) {
-    case 0: return launch_tile<kV2, 0>(x16, xs, w, routing, plan, y, stream);
-    case 1: return launch_tile<kV2, 1>(x16, xs, w, routing, plan, y, stream);
-    case 2: return launch_tile<kV2, 2>(x16, xs, w, routing, plan, y, stream);
-    case 3: return launch_tile<kV2, 3>(x16, xs, w, routing, plan, y, stream);
-    case 4: return launch_tile<kV2, 4>(x16, xs, w, routing, plan, y, stream);
-    case 5: return launch_tile<kV2, 5>(x16, xs, w, routing, plan, y, stream);
-    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(plan.tile) + " out of range");
+void launch_layout(const GemmArgs& args, int tile, int grid, cudaStream_t stream) {
+  static_assert(kTiles.size() == 5);
+  switch (tile) {
+    case 0: return launch_tile<kV2, 0>(args, grid, stream);
+    case 1: return launch_tile<kV2, 1>(args, grid, stream);
+    case 2: return launch_tile<kV2, 2>(args, grid, stream);
+    case 3: return launch_tile<kV2, 3>(args, grid, stream);
+    case 4: return launch_tile<kV2, 4>(args, grid, stream);
+    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " out of range");
   }
 }
 
@@ -322,19 +504,18 @@ GemmTile gemm_tile(int index) {
     throw std::invalid_argument("gemm_tile: index " + std::to_string(index) + " out of range 0.." +
                                 std::to_string(gemm_tile_count() - 1));
   }
-  return GemmTile{kTiles[static_cast<std::size_t>(index)].warp_m16, kTiles[static_cast<std::size_t>(index)].n8};
+  const TileSpec& s = kTiles[static_cast<std::size_t>(index)];
+  return GemmTile{spec_rows(s), spec_tokens(s), s.wgmma};
 }
 
 int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows) {
   const double per_expert =
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
-  // From bench --all-tiles on the H200 (docs/kernel-notes.md): 64x8 while an expert has a few
-  // rows (t=43), 64x16 to a dozen (t=416), 128x32 to a few dozen (t=576), 128x64 beyond (t=4096).
+  // From bench --all-tiles on the H200 (docs/kernel-notes.md).
   if (per_expert <= 6.0) return 0;
   if (per_expert <= 12.0) return 1;
-  if (out_rows % 128 != 0) return 2;
-  if (per_expert <= 40.0) return 3;
-  return 4;
+  if (per_expert <= 40.0) return 2;
+  return out_rows % 256 == 0 ? 4 : 3;
 }
 
 GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols) {
@@ -360,7 +541,8 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
   plan.tile = tile;
   plan.items.push_back(tile);
   for (const int a : order) {
-    const int token_blocks = (rows_of(a) + shape.block_tokens() - 1) / shape.block_tokens();
+    const int token_blocks = shape.wgmma ? wgmma_token_blocks(rows_of(a))
+                                         : (rows_of(a) + shape.block_tokens() - 1) / shape.block_tokens();
     for (int rb = 0; rb < row_blocks; ++rb) {
       for (int tb = 0; tb < token_blocks; ++tb) {
         plan.items.push_back(a);
@@ -380,10 +562,12 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
                                 "; rows must be a multiple of 16 and cols of 64");
   }
   if (plan.grid <= 0) return;  // no routed rows: nothing to write
+  const GemmArgs args{x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, routing.active_experts, routing.offsets,
+                      plan.items, plan.tile, y};
   if (w.layout == Layout::v2) {
-    launch_layout<true>(x16, xs, w, routing, plan, y, stream);
+    launch_layout<true>(args, plan.tile, plan.grid, stream);
   } else {
-    launch_layout<false>(x16, xs, w, routing, plan, y, stream);
+    launch_layout<false>(args, plan.tile, plan.grid, stream);
   }
 }
 

@@ -49,14 +49,16 @@ struct GemmPlan {
 };
 [[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
 
-// Block tiles of the grouped GEMM: 4 warps along the weight rows, each warp_m16 x 16 rows, and
-// 8 * n8 routed rows (tokens) per block. Every tile sums each output in the same order (k ascending,
-// one fp32 accumulator), so the choice changes speed only, never a bit of the output.
+// Block tiles of the grouped GEMM: `rows` weight rows x up to `tokens` routed rows (tokens) per
+// block. mma.sync tiles take fixed blocks of `tokens`; wgmma tiles split an expert's rows evenly
+// into blocks of at most `tokens`. Every tile sums each output in the same order (k ascending, one
+// fp32 accumulator), so the choice changes speed only, never a bit of the output.
 struct GemmTile {
-  int warp_m16 = 1;
-  int n8 = 1;
-  [[nodiscard]] int block_rows() const { return 64 * warp_m16; }
-  [[nodiscard]] int block_tokens() const { return 8 * n8; }
+  int rows = 64;
+  int tokens = 8;
+  bool wgmma = false;
+  [[nodiscard]] int block_rows() const { return rows; }
+  [[nodiscard]] int block_tokens() const { return tokens; }
 };
 [[nodiscard]] int gemm_tile_count();
 [[nodiscard]] GemmTile gemm_tile(int index);

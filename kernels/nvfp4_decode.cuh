@@ -46,12 +46,12 @@ __device__ __forceinline__ std::uint32_t as_u32(__half2 h) {
 // and mantissa is ue4m3 * 2^-8, exact (its subnormals too), times 256 exact; the product
 // e2m1 * ue4m3 * 2^-14 is a multiple of 2^-24 below 2^-2, so fp16 holds it exactly (as a
 // subnormal when small). The caller multiplies the fp32 sum by 2^14, which is exact.
-template <int kk>
-__device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t scales_g,
-                                                  std::uint32_t scales_g8, std::uint32_t a[4]) {
+// kk is a constant wherever this is called (unrolled loops), so the selector folds.
+__device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t scales_g, std::uint32_t scales_g8,
+                                                  int kk, std::uint32_t a[4]) {
   // Bytes [code_g, 0, code_g8, 0]: a selector nibble with bit 3 set copies the sign of its byte,
   // and a UE4M3 code's top bit is always 0.
-  constexpr std::uint32_t selector = kk | ((8 | kk) << 4) | ((4 + kk) << 8) | ((8 | kk) << 12);
+  const std::uint32_t selector = static_cast<std::uint32_t>(kk | ((8 | kk) << 4) | ((4 + kk) << 8) | ((8 | kk) << 12));
   const __half2 scale_pair =
       __hmul2(as_half2(prmt(scales_g, scales_g8, selector) << 7), __float2half2_rn(256.0f));
   const __half2 scale_g = __low2half2(scale_pair);
@@ -99,6 +99,11 @@ __device__ __forceinline__ void ldmatrix_x2_at(std::uint32_t r[2], std::uint32_t
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int bytes_valid = 16) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address(smem)), "l"(gmem),
                "r"(bytes_valid)
+               : "memory");
+}
+// The same to a shared-memory address already converted.
+__device__ __forceinline__ void cp_async16_at(std::uint32_t smem_address, const void* gmem, int bytes_valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
                : "memory");
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
