@@ -57,9 +57,9 @@ struct TileSpec {
   int min_blocks;  // mma: blocks per SM the registers must allow (0: no minimum)
 };
 constexpr std::array<TileSpec, 5> kTiles{{
-    {false, 1, 1, 4, 8},  // 64 x 8
-    {false, 2, 1, 4, 0},  // 64 x 16
-    {false, 4, 1, 4, 0},  // 64 x 32
+    {false, 1, 1, 4, 8},  // 64 x <=8
+    {false, 2, 1, 4, 8},  // 64 x <=16
+    {false, 4, 1, 4, 0},  // 64 x <=32
     {true, 0, 2, 4, 2},   // 128 x <=128
     {true, 0, 4, 4, 1},   // 256 x <=128
 }};
@@ -138,6 +138,134 @@ struct WeightStream {
   }
 };
 
+// A warp's weights, chunk after chunk, kRound chunks per unrolled round (chunk = round * kRound + d).
+//  v2: the warp's tile is one contiguous stream of 576-byte units, so lane 0 fetches kGroup units at
+//      a time with a bulk asynchronous copy (the Tensor Memory Accelerator) into kStages
+//      shared-memory stages of its own, each with an mbarrier; the lanes wait on the barrier and read
+//      their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight without
+//      occupying the load units or registers.
+//  v1: byte gathers from the row-major rows straight into a register ring kRing chunks deep.
+constexpr int kPipeGroup = 2;                                          // chunks per bulk copy
+constexpr int kPipeStages = 4;                                         // bulk copies in flight per warp
+constexpr int kPipeRound = kPipeGroup * kPipeStages;                   // 8 chunks
+constexpr int kPipeWarpBytes = kPipeStages * kPipeGroup * kUnitBytes;  // 4608
+constexpr int kPipeRing = 4;                                           // v1 register ring
+
+// Shared memory the weight pipes of `warps` warps need (v2; v1 needs none), after 8-byte barriers.
+constexpr int pipe_smem_bytes(int warps) { return warps * (kPipeWarpBytes + kPipeStages * 8); }
+
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, int bytes, std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ uint4 lds128(std::uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint2 lds64(std::uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+  return v;
+}
+
+template <bool kV2>
+struct WeightPipe;
+
+template <>
+struct WeightPipe<true> {
+  const std::uint8_t* src;  // the warp's tile stream
+  std::uint32_t stages;     // this warp's first stage
+  std::uint32_t bars;       // this warp's first barrier
+  int chunks;
+  int groups;
+  int lane;
+
+  // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
+  __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane_, std::uint8_t* pipe_smem,
+                                        int warp, int warps)
+      : chunks(chunks_), groups((chunks_ + kPipeGroup - 1) / kPipeGroup), lane(lane_) {
+    src = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
+    const std::uint32_t base = detail::smem_address(pipe_smem);
+    stages = base + static_cast<std::uint32_t>(warp * kPipeWarpBytes);
+    bars = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + warp * kPipeStages * 8);
+    if (lane == 0) {
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) mbar_init(bars + 8 * s, 1);
+      // The barriers' initialisation is visible to the copy engine before its first complete_tx.
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) {
+        if (s < groups) issue(s);
+      }
+    }
+    __syncwarp();
+  }
+
+  __device__ __forceinline__ void issue(int group) {
+    const int stage = group % kPipeStages;
+    const int bytes = min(kPipeGroup, chunks - group * kPipeGroup) * kUnitBytes;
+    mbar_expect_tx(bars + 8 * stage, bytes);
+    bulk_copy(stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes),
+              src + static_cast<std::int64_t>(group) * kPipeGroup * kUnitBytes, bytes, bars + 8 * stage);
+  }
+
+  // Chunk round * kPipeRound + d (d a constant after unrolling).
+  __device__ __forceinline__ Fragment get(int d, int round) {
+    const int stage = d / kPipeGroup;
+    if (d % kPipeGroup == 0) mbar_wait(bars + 8 * stage, static_cast<std::uint32_t>(round & 1));
+    const std::uint32_t unit = stages + static_cast<std::uint32_t>((stage * kPipeGroup + d % kPipeGroup) * kUnitBytes);
+    return Fragment{lds128(unit + 16 * lane), lds64(unit + 512 + 8 * (lane / 4))};
+  }
+
+  // After the fragment of chunk (round, d) has been used: refill its stage once the group is done.
+  __device__ __forceinline__ void release(int d, int round) {
+    if (d % kPipeGroup == kPipeGroup - 1 || round * kPipeRound + d == chunks - 1) {
+      __syncwarp();
+      const int next = round * kPipeStages + d / kPipeGroup + kPipeStages;
+      if (lane == 0 && next < groups) issue(next);
+    }
+  }
+};
+
+template <>
+struct WeightPipe<false> {
+  WeightStream<false> stream;
+  Fragment ring[kPipeRing];
+  int chunks;
+
+  __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane, std::uint8_t*,
+                                        int, int)
+      : stream(matrix, tile, chunks_, lane), chunks(chunks_) {
+#pragma unroll
+    for (int i = 0; i < kPipeRing; ++i) {
+      if (i < chunks) ring[i] = stream.next();
+    }
+  }
+  __device__ __forceinline__ Fragment get(int d, int) { return ring[d % kPipeRing]; }
+  __device__ __forceinline__ void release(int d, int round) {
+    if (round * kPipeRound + d + kPipeRing < chunks) ring[d % kPipeRing] = stream.next();
+  }
+};
+
 __device__ __forceinline__ std::uint32_t word_of(const Fragment& f, int kk) {
   return kk == 0 ? f.values.x : kk == 1 ? f.values.y : kk == 2 ? f.values.z : f.values.w;
 }
@@ -179,24 +307,14 @@ constexpr int kMmaThreads = 128;
 constexpr int kBRowStride = 144;  // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
 constexpr int mma_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
 
-template <bool kV2, int kN8, int kDepth, int kMinBlocks>
-__global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
-  static_assert(kDepth % kBStages == 0, "one unrolled round covers the weight ring and the routed-row ring");
+template <bool kV2, int kN8, int kDepth>
+__device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
+                                          int row_begin, int block_rows) {
+  static_assert(kPipeRound % kBStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
   constexpr int kStageBytes = mma_stage_bytes(kN8);
   constexpr int kBlockTokens = 8 * kN8;
   constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
   constexpr int kPiecesPerThread = (kPieces + kMmaThreads - 1) / kMmaThreads;
-  extern __shared__ __align__(128) std::uint8_t smem[];
-
-  // A plan cut for another tile would index the wrong rows: fail loudly.
-  if (args.items[0] != args.tile_index) __trap();
-  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
-  const int active = item[0];
-  const int row_block = item[1];
-  const int token_block = item[2];
-  const int expert = args.active_experts[active];
-  const int row_begin = args.offsets[active] + token_block * kBlockTokens;
-  const int block_rows = min(kBlockTokens, args.offsets[active + 1] - row_begin);
   const int chunks = args.in_cols / kChunkElems;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -237,7 +355,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kern
 
   // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
   // nothing: no branch in the loop.
-  WeightStream<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane);
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kBStages * kStageBytes, warp, 4);
 
   float acc[kN8][4];
 #pragma unroll
@@ -269,33 +387,28 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kern
         detail::ldmatrix_x2_at(b[kN8 - 1], lane_x2 + static_cast<std::uint32_t>(stage * kStageBytes + kk * 32));
       }
       std::uint32_t a[4];
-      detail::decode_a_fragment(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
 #pragma unroll
       for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[n], a, b[n]);
     }
   };
 
-  Fragment ring[kDepth];
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) {
-    if (d < chunks) ring[d] = weights.next();
-  }
 #pragma unroll
   for (int s = 0; s < kBStages - 1; ++s) {
     if (s < chunks) load_b(s);
     cp_async_commit();
   }
-  for (int base = 0; base < chunks; base += kDepth) {
+  for (int round = 0; round * kPipeRound < chunks; ++round) {
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-      const int chunk = base + d;
+    for (int d = 0; d < kPipeRound; ++d) {
+      const int chunk = round * kPipeRound + d;
       if (chunk < chunks) {
         cp_async_wait<kBStages - 2>();
         __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
         if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages);
         cp_async_commit();
-        compute(ring[d], d % kBStages);
-        if (chunk + kDepth < chunks) ring[d] = weights.next();
+        compute(weights.get(d, round), d % kBStages);
+        weights.release(d, round);
       }
     }
   }
@@ -306,6 +419,49 @@ __global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kern
   const int o = tile * 16 + g;
 #pragma unroll
   for (int n = 0; n < kN8; ++n) store_pair(args.y, args.xs, ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
+}
+
+// An expert's rows split evenly into ceil(rows / max_tokens) blocks (the planner cuts the same way).
+__host__ __device__ __forceinline__ int token_blocks_of(int rows, int max_tokens) {
+  return (rows + max_tokens - 1) / max_tokens;
+}
+
+struct BlockWork {
+  int expert;
+  int row_block;
+  int begin;  // first routed row
+  int rows;   // routed rows, 1..max_tokens
+};
+
+__device__ __forceinline__ BlockWork block_work(const GemmArgs& args, int max_tokens) {
+  // A plan cut for another tile would index the wrong rows: fail loudly.
+  if (args.items[0] != args.tile_index) __trap();
+  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
+  const int active = item[0];
+  const int token_block = item[2];
+  const int expert_rows = args.offsets[active + 1] - args.offsets[active];
+  const int blocks = token_blocks_of(expert_rows, max_tokens);
+  const int begin = args.offsets[active] + token_block * expert_rows / blocks;
+  const int end = args.offsets[active] + (token_block + 1) * expert_rows / blocks;
+  return BlockWork{args.active_experts[active], item[1], begin, end - begin};
+}
+
+template <bool kV2, int kMaxN8, int kDepth, int kMinBlocks>
+__global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
+  extern __shared__ __align__(128) std::uint8_t smem[];
+  const BlockWork w = block_work(args, 8 * kMaxN8);
+  const int n8 = (w.rows + 7) / 8;
+  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, 1, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  if constexpr (kMaxN8 >= 2) {
+    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, 2, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  }
+  if constexpr (kMaxN8 >= 3) {
+    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, 3, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  }
+  if constexpr (kMaxN8 >= 4) {
+    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, 4, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  }
+  static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +486,7 @@ __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t address) {
 template <bool kV2, int kWarpgroups, int kDepth, int kN>
 __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
                                             int row_begin, int block_rows) {
-  static_assert(kDepth % kWgStages == 0, "one unrolled round covers the weight ring and the routed-row ring");
+  static_assert(kPipeRound % kWgStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
   constexpr int kThreads = 128 * kWarpgroups;
   constexpr int kPieces = kN * 8;
   constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
@@ -372,25 +528,20 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
     }
   };
 
-  WeightStream<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane);
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kWgSmemBytes, warp, 4 * kWarpgroups);
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 
-  Fragment ring[kDepth];
-#pragma unroll
-  for (int d = 0; d < kDepth; ++d) {
-    if (d < chunks) ring[d] = weights.next();
-  }
 #pragma unroll
   for (int s = 0; s < kWgAhead; ++s) {
     if (s < chunks) load_b(s);
     cp_async_commit();
   }
-  for (int base = 0; base < chunks; base += kDepth) {
+  for (int round = 0; round * kPipeRound < chunks; ++round) {
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-      const int chunk = base + d;
+    for (int d = 0; d < kPipeRound; ++d) {
+      const int chunk = round * kPipeRound + d;
       if (chunk < chunks) {
         cp_async_wait<kWgAhead - 1>();
         // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
@@ -400,18 +551,18 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
         // flight past a chunk's end).
         if (chunk + kWgAhead < chunks) load_b((d + kWgAhead) % kWgStages);
         cp_async_commit();
-        const Fragment f = ring[d];
-        if (chunk + kDepth < chunks) ring[d] = weights.next();
+        const Fragment f = weights.get(d, round);
         const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           std::uint32_t a[4];
-          detail::decode_a_fragment(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+          detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
           detail::wgmma_fence();
           detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
           detail::wgmma_commit();
           detail::wgmma_wait<1>();
         }
+        weights.release(d, round);
       }
     }
   }
@@ -428,25 +579,14 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
   }
 }
 
-// An expert's rows split evenly into ceil(rows / 128) blocks (the planner cuts the same way).
-__host__ __device__ __forceinline__ int wgmma_token_blocks(int rows) {
-  return (rows + kWgmmaMaxTokens - 1) / kWgmmaMaxTokens;
-}
-
 template <bool kV2, int kWarpgroups, int kDepth, int kMinBlocks>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wgmma_kernel(const GemmArgs args) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
-  if (args.items[0] != args.tile_index) __trap();
-  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
-  const int active = item[0];
-  const int row_block = item[1];
-  const int token_block = item[2];
-  const int expert = args.active_experts[active];
-  const int expert_rows = args.offsets[active + 1] - args.offsets[active];
-  const int blocks = wgmma_token_blocks(expert_rows);
-  const int begin = args.offsets[active] + token_block * expert_rows / blocks;
-  const int end = args.offsets[active] + (token_block + 1) * expert_rows / blocks;
-  const int rows = end - begin;
+  const BlockWork w = block_work(args, kWgmmaMaxTokens);
+  const int expert = w.expert;
+  const int row_block = w.row_block;
+  const int begin = w.begin;
+  const int rows = w.rows;
   switch ((rows + 15) / 16) {
     case 1: return wgmma_block<kV2, kWarpgroups, kDepth, 16>(args, wg_smem, expert, row_block, begin, rows);
     case 2: return wgmma_block<kV2, kWarpgroups, kDepth, 32>(args, wg_smem, expert, row_block, begin, rows);
@@ -469,14 +609,17 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.depth, spec.min_blocks>;
     // More than the default 48 KB of dynamic shared memory: opt in once per kernel (not a stream
     // operation, so it is allowed while a stream is being captured).
-    static const cudaError_t opted =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes);
+    constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0);
+    static const cudaError_t opted = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     detail::check_call(opted, "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-    kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, kWgSmemBytes, stream>>>(args);
+    kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args);
   } else {
-    constexpr int smem = kBStages * mma_stage_bytes(spec.n8);
+    // The largest variant's routed-row ring, then the weight pipes.
+    constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(4) : 0);
     static_assert(smem <= 48 * 1024, "the routed-row ring fits the default shared-memory limit");
-    auto* kernel = grouped_gemm_mma_kernel<kV2, spec.n8, spec.depth, spec.min_blocks>;
+    // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
+    constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 0;
+    auto* kernel = grouped_gemm_mma_kernel<kV2, spec.n8, spec.depth, min_blocks>;
     kernel<<<static_cast<unsigned int>(grid), kMmaThreads, smem, stream>>>(args);
   }
   detail::check_launch("grouped_gemm");
@@ -513,7 +656,6 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
   // From bench --all-tiles on the H200 (docs/kernel-notes.md).
   if (per_expert <= 6.0) return 0;
-  if (per_expert <= 12.0) return 1;
   if (per_expert <= 40.0) return 2;
   return out_rows % 256 == 0 ? 4 : 3;
 }
@@ -541,8 +683,7 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
   plan.tile = tile;
   plan.items.push_back(tile);
   for (const int a : order) {
-    const int token_blocks = shape.wgmma ? wgmma_token_blocks(rows_of(a))
-                                         : (rows_of(a) + shape.block_tokens() - 1) / shape.block_tokens();
+    const int token_blocks = token_blocks_of(rows_of(a), shape.block_tokens());
     for (int rb = 0; rb < row_blocks; ++rb) {
       for (int tb = 0; tb < token_blocks; ++tb) {
         plan.items.push_back(a);

@@ -47,6 +47,9 @@ __device__ __forceinline__ std::uint32_t as_u32(__half2 h) {
 // e2m1 * ue4m3 * 2^-14 is a multiple of 2^-24 below 2^-2, so fp16 holds it exactly (as a
 // subnormal when small). The caller multiplies the fp32 sum by 2^14, which is exact.
 // kk is a constant wherever this is called (unrolled loops), so the selector folds.
+// kPacked: `w` is a v2 word (bits moved by nvfp4_v2_pack_word, src/core/nvfp4_layout.cpp): 11
+// integer instructions for the four half2. Otherwise the byte-ordered word of v1: 15.
+template <bool kPacked>
 __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t scales_g, std::uint32_t scales_g8,
                                                   int kk, std::uint32_t a[4]) {
   // Bytes [code_g, 0, code_g8, 0]: a selector nibble with bit 3 set copies the sign of its byte,
@@ -56,10 +59,22 @@ __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t
       __hmul2(as_half2(prmt(scales_g, scales_g8, selector) << 7), __float2half2_rn(256.0f));
   const __half2 scale_g = __low2half2(scale_pair);
   const __half2 scale_g8 = __high2half2(scale_pair);
-  a[0] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 12)), scale_g));   // low nibbles of bytes 0, 2
-  a[1] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 4)), scale_g8));   // low nibbles of bytes 1, 3
-  a[2] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w << 8)), scale_g));    // high nibbles of bytes 0, 2
-  a[3] = as_u32(__hmul2(as_half2(e2m1_pair_scaled(w)), scale_g8));        // high nibbles of bytes 1, 3
+  std::uint32_t h[4];
+  if constexpr (kPacked) {
+    h[0] = w & 0x8e008e00u;
+    h[1] = __funnelshift_r(w, w, 3) & 0x8e008e00u;
+    h[2] = ((w << 15) & 0x80008000u) | ((w << 6) & 0x0e000e00u);
+    h[3] = ((w << 14) & 0x80008000u) | ((w << 3) & 0x0e000e00u);
+  } else {
+    h[0] = e2m1_pair_scaled(w << 12);  // low nibbles of bytes 0, 2
+    h[1] = e2m1_pair_scaled(w << 4);   // low nibbles of bytes 1, 3
+    h[2] = e2m1_pair_scaled(w << 8);   // high nibbles of bytes 0, 2
+    h[3] = e2m1_pair_scaled(w);        // high nibbles of bytes 1, 3
+  }
+  a[0] = as_u32(__hmul2(as_half2(h[0]), scale_g));
+  a[1] = as_u32(__hmul2(as_half2(h[1]), scale_g8));
+  a[2] = as_u32(__hmul2(as_half2(h[2]), scale_g));
+  a[3] = as_u32(__hmul2(as_half2(h[3]), scale_g8));
 }
 
 __device__ __forceinline__ void mma_16816(float c[4], const std::uint32_t a[4], const std::uint32_t b[2]) {

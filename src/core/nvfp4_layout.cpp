@@ -12,8 +12,12 @@
 //   [512, 576) scales: for g = 0..7, 8 bytes at 512 + 8g: the 4 UE4M3 scales of row g, then of
 //              row g+8.
 // Why this order: an m16n8k16 A fragment needs, per lane and k16 block, rows g and g+8 at k = 2t,
-// 2t+1, 2t+8, 2t+9, i.e. bytes t and t+4 of those rows; grouping them in one 32-bit word lets the
-// kernel turn nibble pairs into half2 with a shift and a LOP3 each (see kernels/nvfp4_decode.cuh).
+// 2t+1, 2t+8, 2t+9, i.e. bytes t and t+4 of those rows, so they share one 32-bit word.
+// Then the bits of each such word are moved (nvfp4_v2_pack_word) so that the kernel builds its four
+// half2 with 11 integer instructions instead of 15 (kernels/nvfp4_decode.cuh): the nibble pair of
+// half2 0 sits where fp16 wants it (signs at bits 15/31, magnitudes at 9-11/25-27), that of half2 1
+// one 3-bit rotation away, and those of half2 2 and 3 one shift away for the signs and another for
+// the magnitudes. Scales are bytes, unpermuted.
 #include "core/nvfp4_layout.hpp"
 
 #include <stdexcept>
@@ -65,7 +69,31 @@ std::int64_t v2_offset(std::int64_t v1_offset, int cols) {
   return unit + 512 + 8 * g + 4 * upper + (byte - kValueBytes);
 }
 
+// Nibble moves of nvfp4_v2_pack_word: {bit 0 of the nibble in the byte-ordered word, target bit of
+// its sign, target bit of its magnitude's lowest bit}. In order: half2 0 (low, high half), 1, 2, 3.
+constexpr int kNibbleMoves[8][3] = {{0, 15, 9},  {16, 31, 25}, {8, 18, 12}, {24, 2, 28},
+                                    {4, 0, 3},   {20, 16, 19}, {12, 1, 6},  {28, 17, 22}};
+
 }  // namespace
+
+std::uint32_t nvfp4_v2_pack_word(std::uint32_t w) {
+  std::uint32_t q = 0;
+  for (const auto& m : kNibbleMoves) {
+    const std::uint32_t nibble = (w >> m[0]) & 0xfu;
+    q |= (nibble >> 3) << m[1];
+    q |= (nibble & 0x7u) << m[2];
+  }
+  return q;
+}
+
+std::uint32_t nvfp4_v2_unpack_word(std::uint32_t q) {
+  std::uint32_t w = 0;
+  for (const auto& m : kNibbleMoves) {
+    const std::uint32_t nibble = (((q >> m[1]) & 0x1u) << 3) | ((q >> m[2]) & 0x7u);
+    w |= nibble << m[0];
+  }
+  return w;
+}
 
 std::string_view to_string(Layout l) { return l == Layout::v1 ? "v1" : "v2"; }
 
@@ -97,9 +125,26 @@ const std::vector<int>& unit_permutation() {
   return table;
 }
 
+// The first 512 bytes of every unit are 128 fragment words, little-endian.
+template <std::uint32_t (*kMap)(std::uint32_t)>
+void map_value_words(std::uint8_t* unit) {
+  for (int i = 0; i < 512; i += 4) {
+    std::uint32_t w = std::uint32_t{unit[i]} | std::uint32_t{unit[i + 1]} << 8 | std::uint32_t{unit[i + 2]} << 16 |
+                      std::uint32_t{unit[i + 3]} << 24;
+    w = kMap(w);
+    for (int b = 0; b < 4; ++b) unit[i + b] = static_cast<std::uint8_t>(w >> (8 * b));
+  }
+}
+
 template <bool kToV2>
 std::vector<std::uint8_t> convert(std::span<const std::uint8_t> in, int rows, int cols) {
   const auto& perm = unit_permutation();
+  std::vector<std::uint8_t> scratch;
+  if constexpr (!kToV2) {
+    scratch.assign(in.begin(), in.end());
+    for (std::size_t u = 0; u < scratch.size(); u += kUnitBytes) map_value_words<nvfp4_v2_unpack_word>(&scratch[u]);
+    in = scratch;
+  }
   const std::size_t chunks = static_cast<std::size_t>(cols / kNvfp4ChunkElems);
   const std::size_t row_bytes = chunks * kNvfp4ChunkBytes;
   std::vector<std::uint8_t> out(in.size());
@@ -118,6 +163,9 @@ std::vector<std::uint8_t> convert(std::span<const std::uint8_t> in, int rows, in
         }
       }
     }
+  }
+  if constexpr (kToV2) {
+    for (std::size_t u = 0; u < out.size(); u += kUnitBytes) map_value_words<nvfp4_v2_pack_word>(&out[u]);
   }
   return out;
 }

@@ -16,8 +16,13 @@ enum class Layout { v1, v2 };
 // (nvfp4_v2_row_tile()) and cols a multiple of 64; both are checked.
 [[nodiscard]] std::vector<std::uint8_t> nvfp4_to_v2(std::span<const std::uint8_t> v1, int rows, int cols);
 [[nodiscard]] std::vector<std::uint8_t> nvfp4_to_v1(std::span<const std::uint8_t> v2, int rows, int cols);
-// Offset in v2 of byte `i` of v1 (the permutation itself; to_v2/to_v1 apply it).
+// Offset in v2 of byte `i` of v1: the byte permutation. A scale byte lands there as it is; a value
+// byte lands in the 32-bit fragment word there, whose bits nvfp4_v2_pack_word then moves.
 [[nodiscard]] std::int64_t nvfp4_v2_offset(std::int64_t v1_offset, int rows, int cols);
+// The bit permutation of one fragment word (bytes (g,t), (g+8,t), (g,t+4), (g+8,t+4) of a k16
+// block) into v2, and back.
+[[nodiscard]] std::uint32_t nvfp4_v2_pack_word(std::uint32_t byte_ordered);
+[[nodiscard]] std::uint32_t nvfp4_v2_unpack_word(std::uint32_t packed);
 [[nodiscard]] int nvfp4_v2_row_tile();
 
 }  // namespace tpgraph

@@ -3,6 +3,7 @@
 // matrix the codec decodes from v1.
 #include "catch.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -49,7 +50,28 @@ std::uint32_t load_u32(const std::uint8_t* p) {
   return w;
 }
 
+std::uint32_t rotr(std::uint32_t q, int s) { return (q >> s) | (q << (32 - s)); }
+
+// The v2 decode of decode_a_fragment (kernels/nvfp4_decode.cuh): half2 0..3 of a packed word.
+void unpack_half2s(std::uint32_t q, std::uint32_t a[4]) {
+  a[0] = q & 0x8e008e00u;
+  a[1] = rotr(q, 3) & 0x8e008e00u;
+  a[2] = ((q << 15) & 0x80008000u) | ((q << 6) & 0x0e000e00u);
+  a[3] = ((q << 14) & 0x80008000u) | ((q << 3) & 0x0e000e00u);
+}
+
+// The v1 decode (byte-ordered word, the v1 path of the kernel): the same four half2.
 std::uint32_t e2m1_pair_scaled(std::uint32_t q) { return (q & 0x80008000u) | ((q >> 3) & 0x0e000e00u); }
+
+std::vector<std::uint8_t> unpack_value_words(std::vector<std::uint8_t> v2) {
+  for (std::size_t u = 0; u < v2.size(); u += 576) {
+    for (std::size_t i = 0; i < 512; i += 4) {
+      const std::uint32_t w = nvfp4_v2_unpack_word(load_u32(&v2[u + i]));
+      std::memcpy(&v2[u + i], &w, 4);
+    }
+  }
+  return v2;
+}
 
 // fp16 multiply that must be exact: the product of two halves, checked to fit a half.
 float exact_half_product(float a, float b) {
@@ -79,8 +101,8 @@ std::vector<float> decode_v2_like_the_kernel(const std::vector<std::uint8_t>& v2
           };
           const float sg = scale_of(scales_g);
           const float sg8 = scale_of(scales_g8);
-          const std::uint32_t a[4] = {e2m1_pair_scaled(w << 12), e2m1_pair_scaled(w << 4), e2m1_pair_scaled(w << 8),
-                                      e2m1_pair_scaled(w)};
+          std::uint32_t a[4];
+          unpack_half2s(w, a);
           const float scale[4] = {sg, sg8, sg, sg8};
           const int row_of[4] = {g, g + 8, g, g + 8};
           // Physical k (2t, 2t+1) holds logical (2t, 2t+8); physical (2t+8, 2t+9) logical (2t+1, 2t+9).
@@ -130,9 +152,25 @@ TEST_CASE("layout v2 offset is a permutation that matches nvfp4_to_v2", "[layout
   for (const int h : hits) REQUIRE(h == 1);
 
   const auto v1 = random_v1(rows, cols, 5);
-  const auto v2 = nvfp4_to_v2(v1, rows, cols);
+  const auto v2 = unpack_value_words(nvfp4_to_v2(v1, rows, cols));
   for (std::int64_t i = 0; i < size; ++i) {
     REQUIRE(v2[static_cast<std::size_t>(nvfp4_v2_offset(i, rows, cols))] == v1[static_cast<std::size_t>(i)]);
+  }
+}
+
+TEST_CASE("layout v2's word packing is a bit permutation the v2 decode reads like the v1 decode", "[layout]") {
+  std::mt19937 rng(17);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t w = i < 32 ? (1u << i) : static_cast<std::uint32_t>(rng());
+    const std::uint32_t q = nvfp4_v2_pack_word(w);
+    REQUIRE(std::popcount(q) == std::popcount(w));
+    REQUIRE(nvfp4_v2_unpack_word(q) == w);
+    std::uint32_t a[4];
+    unpack_half2s(q, a);
+    REQUIRE(a[0] == e2m1_pair_scaled(w << 12));
+    REQUIRE(a[1] == e2m1_pair_scaled(w << 4));
+    REQUIRE(a[2] == e2m1_pair_scaled(w << 8));
+    REQUIRE(a[3] == e2m1_pair_scaled(w));
   }
 }
 
