@@ -43,7 +43,7 @@ using detail::cp_async_wait;
 constexpr int kChunkElems = 64;
 constexpr int kChunkBytes = 36;   // 32 bytes of E2M1 + 4 UE4M3 scales per 64 columns
 constexpr int kUnitBytes = 576;   // 16 rows x one chunk
-constexpr int kItemInts = 3;
+constexpr int kItemInts = 4;  // per block: expert, row block, first routed row, routed rows
 constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
 constexpr int kWgmmaMaxTokens = 128;
 
@@ -53,18 +53,20 @@ struct TileSpec {
   bool wgmma;
   int n8;          // mma: n8 tiles per block
   int warpgroups;  // wgmma: warpgroups per block
-  int depth;       // weight chunks in flight per warp (registers)
+  int warps;       // mma: warps per block (16 weight rows each)
   int min_blocks;  // mma: blocks per SM the registers must allow (0: no minimum)
 };
-constexpr std::array<TileSpec, 5> kTiles{{
+constexpr std::array<TileSpec, 7> kTiles{{
     {false, 1, 1, 4, 8},  // 64 x <=8
     {false, 2, 1, 4, 8},  // 64 x <=16
     {false, 4, 1, 4, 0},  // 64 x <=32
     {true, 0, 2, 4, 2},   // 128 x <=128
     {true, 0, 4, 4, 1},   // 256 x <=128
+    {false, 2, 1, 8, 4},  // 128 x <=16
+    {false, 4, 1, 8, 4},  // 128 x <=32
 }};
 
-constexpr int spec_rows(const TileSpec& s) { return s.wgmma ? 64 * s.warpgroups : 64; }
+constexpr int spec_rows(const TileSpec& s) { return s.wgmma ? 64 * s.warpgroups : 16 * s.warps; }
 constexpr int spec_tokens(const TileSpec& s) { return s.wgmma ? kWgmmaMaxTokens : 8 * s.n8; }
 
 __device__ __forceinline__ uint4 load_stream16(const std::uint8_t* p) {
@@ -145,8 +147,8 @@ struct WeightStream {
 //      their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight without
 //      occupying the load units or registers.
 //  v1: byte gathers from the row-major rows straight into a register ring kRing chunks deep.
-constexpr int kPipeGroup = 2;                                          // chunks per bulk copy
-constexpr int kPipeStages = 4;                                         // bulk copies in flight per warp
+constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
+constexpr int kPipeStages = 2;                                         // bulk copies in flight per warp
 constexpr int kPipeRound = kPipeGroup * kPipeStages;                   // 8 chunks
 constexpr int kPipeWarpBytes = kPipeStages * kPipeGroup * kUnitBytes;  // 4608
 constexpr int kPipeRing = 4;                                           // v1 register ring
@@ -293,8 +295,6 @@ struct GemmArgs {
   const float* tensor_scale;
   int out_rows;
   int in_cols;
-  const std::int32_t* active_experts;
-  const std::int32_t* offsets;
   const std::int32_t* items;
   int tile_index;
   float* y;
@@ -303,24 +303,24 @@ struct GemmArgs {
 // ---------------------------------------------------------------------------------------------
 // mma.sync kernel: 4 warps x 16 weight rows, 8*kN8 routed rows.
 
-constexpr int kMmaThreads = 128;
 constexpr int kBRowStride = 144;  // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
 constexpr int mma_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
 
-template <bool kV2, int kN8, int kDepth>
+template <bool kV2, int kWarps, int kN8>
 __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
                                           int row_begin, int block_rows) {
   static_assert(kPipeRound % kBStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
+  constexpr int kThreads = 32 * kWarps;
   constexpr int kStageBytes = mma_stage_bytes(kN8);
   constexpr int kBlockTokens = 8 * kN8;
   constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
-  constexpr int kPiecesPerThread = (kPieces + kMmaThreads - 1) / kMmaThreads;
+  constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
   const int chunks = args.in_cols / kChunkElems;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const int tile = row_block * 4 + warp;  // this warp's m16 tile
+  const int tile = row_block * kWarps + warp;  // this warp's m16 tile
   const bool tile_valid = tile < args.out_rows / 16;
   const std::uint8_t* matrix =
       args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
@@ -334,7 +334,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   const std::uint32_t b_base = detail::smem_address(smem);
 #pragma unroll
   for (int i = 0; i < kPiecesPerThread; ++i) {
-    const int p = threadIdx.x + i * kMmaThreads;
+    const int p = threadIdx.x + i * kThreads;
     const int n = p / 8;
     const int q = p % 8;
     const bool valid = p < kPieces && n < block_rows;
@@ -342,20 +342,21 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
     piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>(n * kBRowStride + q * 16) : 0xffffffffu;
     piece_bytes[i] = valid ? 16 : 0;
   }
-  auto load_b = [&](int stage) {
+  // Chunk `rel` of the current round (rel a constant after unrolling: the address is an immediate
+  // offset from the round's pointer, which moves once per round).
+  auto load_b = [&](int stage, int rel) {
 #pragma unroll
     for (int i = 0; i < kPiecesPerThread; ++i) {
-      if (kPieces % kMmaThreads == 0 || piece_dst[i] != 0xffffffffu) {
-        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kStageBytes), piece_src[i],
-                              piece_bytes[i]);
+      if (kPieces % kThreads == 0 || piece_dst[i] != 0xffffffffu) {
+        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kStageBytes),
+                              piece_src[i] + rel * kChunkElems, piece_bytes[i]);
       }
-      piece_src[i] += kChunkElems;
     }
   };
 
   // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
   // nothing: no branch in the loop.
-  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kBStages * kStageBytes, warp, 4);
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kBStages * kStageBytes, warp, kWarps);
 
   float acc[kN8][4];
 #pragma unroll
@@ -395,7 +396,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 
 #pragma unroll
   for (int s = 0; s < kBStages - 1; ++s) {
-    if (s < chunks) load_b(s);
+    if (s < chunks) load_b(s, s);
     cp_async_commit();
   }
   for (int round = 0; round * kPipeRound < chunks; ++round) {
@@ -405,12 +406,14 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
       if (chunk < chunks) {
         cp_async_wait<kBStages - 2>();
         __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
-        if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages);
+        if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages, d + kBStages - 1);
         cp_async_commit();
         compute(weights.get(d, round), d % kBStages);
         weights.release(d, round);
       }
     }
+#pragma unroll
+    for (int i = 0; i < kPiecesPerThread; ++i) piece_src[i] += kPipeRound * kChunkElems;
   }
   cp_async_wait<0>();
 
@@ -433,33 +436,29 @@ struct BlockWork {
   int rows;   // routed rows, 1..max_tokens
 };
 
-__device__ __forceinline__ BlockWork block_work(const GemmArgs& args, int max_tokens) {
+// The plan holds each block's work ready-made (one 16-byte load, no dependent lookups before the
+// weights can be requested); items[0] is the tile the plan was cut for.
+__device__ __forceinline__ BlockWork block_work(const GemmArgs& args, int) {
   // A plan cut for another tile would index the wrong rows: fail loudly.
   if (args.items[0] != args.tile_index) __trap();
-  const std::int32_t* item = args.items + 1 + kItemInts * blockIdx.x;
-  const int active = item[0];
-  const int token_block = item[2];
-  const int expert_rows = args.offsets[active + 1] - args.offsets[active];
-  const int blocks = token_blocks_of(expert_rows, max_tokens);
-  const int begin = args.offsets[active] + token_block * expert_rows / blocks;
-  const int end = args.offsets[active] + (token_block + 1) * expert_rows / blocks;
-  return BlockWork{args.active_experts[active], item[1], begin, end - begin};
+  const int4 item = reinterpret_cast<const int4*>(args.items)[1 + blockIdx.x];
+  return BlockWork{item.x, item.y, item.z, item.w};
 }
 
-template <bool kV2, int kMaxN8, int kDepth, int kMinBlocks>
-__global__ void __launch_bounds__(kMmaThreads, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
+template <bool kV2, int kWarps, int kMaxN8, int kMinBlocks>
+__global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   const BlockWork w = block_work(args, 8 * kMaxN8);
   const int n8 = (w.rows + 7) / 8;
-  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, 1, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, kWarps, 1>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   if constexpr (kMaxN8 >= 2) {
-    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, 2, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, kWarps, 2>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 3) {
-    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, 3, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, kWarps, 3>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 4) {
-    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, 4, kDepth>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, kWarps, 4>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
 }
@@ -517,14 +516,13 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
                                : 0xffffffffu;
     piece_bytes[i] = valid ? 16 : 0;
   }
-  auto load_b = [&](int stage) {
+  auto load_b = [&](int stage, int rel) {  // as in mma_block
 #pragma unroll
     for (int i = 0; i < kPiecesPerThread; ++i) {
       if (kPieces % kThreads == 0 || piece_dst[i] != 0xffffffffu) {
-        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kWgStageBytes), piece_src[i],
-                              piece_bytes[i]);
+        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kWgStageBytes),
+                              piece_src[i] + rel * kChunkElems, piece_bytes[i]);
       }
-      piece_src[i] += kChunkElems;
     }
   };
 
@@ -535,7 +533,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
 
 #pragma unroll
   for (int s = 0; s < kWgAhead; ++s) {
-    if (s < chunks) load_b(s);
+    if (s < chunks) load_b(s, s);
     cp_async_commit();
   }
   for (int round = 0; round * kPipeRound < chunks; ++round) {
@@ -549,7 +547,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
         __syncthreads();
         // Stage d+2 was last read by chunk d-2's wgmmas, all complete (at most one k16 step is in
         // flight past a chunk's end).
-        if (chunk + kWgAhead < chunks) load_b((d + kWgAhead) % kWgStages);
+        if (chunk + kWgAhead < chunks) load_b((d + kWgAhead) % kWgStages, d + kWgAhead);
         cp_async_commit();
         const Fragment f = weights.get(d, round);
         const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
@@ -565,6 +563,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
         weights.release(d, round);
       }
     }
+#pragma unroll
+    for (int i = 0; i < kPiecesPerThread; ++i) piece_src[i] += kPipeRound * kChunkElems;
   }
   detail::wgmma_wait<0>();
   cp_async_wait<0>();
@@ -606,7 +606,7 @@ template <bool kV2, int kTile>
 void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
   if constexpr (spec.wgmma) {
-    auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.depth, spec.min_blocks>;
+    auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, 4, spec.min_blocks>;
     // More than the default 48 KB of dynamic shared memory: opt in once per kernel (not a stream
     // operation, so it is allowed while a stream is being captured).
     constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0);
@@ -615,25 +615,31 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args);
   } else {
     // The largest variant's routed-row ring, then the weight pipes.
-    constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(4) : 0);
-    static_assert(smem <= 48 * 1024, "the routed-row ring fits the default shared-memory limit");
+    constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(spec.warps) : 0);
     // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
     constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 0;
-    auto* kernel = grouped_gemm_mma_kernel<kV2, spec.n8, spec.depth, min_blocks>;
-    kernel<<<static_cast<unsigned int>(grid), kMmaThreads, smem, stream>>>(args);
+    auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
+    if constexpr (smem > 48 * 1024) {
+      static const cudaError_t opted =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      detail::check_call(opted, "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    }
+    kernel<<<static_cast<unsigned int>(grid), 32 * spec.warps, smem, stream>>>(args);
   }
   detail::check_launch("grouped_gemm");
 }
 
 template <bool kV2>
 void launch_layout(const GemmArgs& args, int tile, int grid, cudaStream_t stream) {
-  static_assert(kTiles.size() == 5);
+  static_assert(kTiles.size() == 7);
   switch (tile) {
     case 0: return launch_tile<kV2, 0>(args, grid, stream);
     case 1: return launch_tile<kV2, 1>(args, grid, stream);
     case 2: return launch_tile<kV2, 2>(args, grid, stream);
     case 3: return launch_tile<kV2, 3>(args, grid, stream);
     case 4: return launch_tile<kV2, 4>(args, grid, stream);
+    case 5: return launch_tile<kV2, 5>(args, grid, stream);
+    case 6: return launch_tile<kV2, 6>(args, grid, stream);
     default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " out of range");
   }
 }
@@ -655,8 +661,8 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
   const double per_expert =
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
   // From bench --all-tiles on the H200 (docs/kernel-notes.md).
-  if (per_expert <= 6.0) return 0;
-  if (per_expert <= 40.0) return 2;
+  if (per_expert <= 6.0) return 1;
+  if (per_expert <= 40.0) return out_rows % 128 == 0 ? 6 : 2;
   return out_rows % 256 == 0 ? 4 : 3;
 }
 
@@ -681,18 +687,24 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
 
   GemmPlan plan;
   plan.tile = tile;
-  plan.items.push_back(tile);
+  auto push4 = [&](int a, int b, int c, int d) {
+    plan.items.push_back(a);
+    plan.items.push_back(b);
+    plan.items.push_back(c);
+    plan.items.push_back(d);
+  };
+  push4(tile, 0, 0, 0);  // header: 16 bytes, so items stay aligned
   for (const int a : order) {
     const int token_blocks = token_blocks_of(rows_of(a), shape.block_tokens());
     for (int rb = 0; rb < row_blocks; ++rb) {
       for (int tb = 0; tb < token_blocks; ++tb) {
-        plan.items.push_back(a);
-        plan.items.push_back(rb);
-        plan.items.push_back(tb);
+        const int begin = routing.offsets[static_cast<std::size_t>(a)] + tb * rows_of(a) / token_blocks;
+        const int end = routing.offsets[static_cast<std::size_t>(a)] + (tb + 1) * rows_of(a) / token_blocks;
+        push4(routing.active_experts[static_cast<std::size_t>(a)], rb, begin, end - begin);
       }
     }
   }
-  plan.grid = static_cast<int>((plan.items.size() - 1) / kItemInts);
+  plan.grid = static_cast<int>(plan.items.size() / kItemInts - 1);
   return plan;
 }
 
@@ -702,9 +714,9 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
     throw std::invalid_argument("grouped_gemm: weights " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                                 "; rows must be a multiple of 16 and cols of 64");
   }
+  static_cast<void>(routing);  // the plan carries each block's experts and rows
   if (plan.grid <= 0) return;  // no routed rows: nothing to write
-  const GemmArgs args{x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, routing.active_experts, routing.offsets,
-                      plan.items, plan.tile, y};
+  const GemmArgs args{x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, plan.items, plan.tile, y};
   if (w.layout == Layout::v2) {
     launch_layout<true>(args, plan.tile, plan.grid, stream);
   } else {

@@ -40,7 +40,8 @@ struct DeviceRouting {
 
 // The static work list of one grouped GEMM, built on the host from the routing (so every graph
 // replay launches identical parameters). The caller uploads `items` and passes the device copy.
-// `items` = [tile, then (active expert, 64*warp_m16-row block, 8*n8-row block) per launched block],
+// `items` = [tile, 0, 0, 0, then (expert, weight-row block, first routed row, routed rows) per launched
+// block; an expert's routed rows split evenly into blocks of at most the tile's tokens],
 // heaviest experts' blocks adjacent so an expert's weights are shared through L2 while they run.
 struct GemmPlan {
   std::vector<std::int32_t> items;  // kernel-defined encoding of the tiles
