@@ -202,13 +202,17 @@ struct WeightPipe<true> {
   int lane;
 
   // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
+  bool block_issued;
+
+  // `block_issued`: BlockWeightCopies fills this warp's stages; the warp only waits and reads.
   __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane_, std::uint8_t* pipe_smem,
-                                        int warp, int warps)
-      : chunks(chunks_), groups((chunks_ + kPipeGroup - 1) / kPipeGroup), lane(lane_) {
+                                        int warp, int warps, bool block_issued_ = false)
+      : chunks(chunks_), groups((chunks_ + kPipeGroup - 1) / kPipeGroup), lane(lane_), block_issued(block_issued_) {
     src = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
     const std::uint32_t base = detail::smem_address(pipe_smem);
     stages = base + static_cast<std::uint32_t>(warp * kPipeWarpBytes);
     bars = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + warp * kPipeStages * 8);
+    if (block_issued) return;
     if (lane == 0) {
 #pragma unroll
       for (int s = 0; s < kPipeStages; ++s) mbar_init(bars + 8 * s, 1);
@@ -240,11 +244,46 @@ struct WeightPipe<true> {
 
   // After the fragment of chunk (round, d) has been used: refill its stage once the group is done.
   __device__ __forceinline__ void release(int d, int round) {
+    if (block_issued) return;
     if (d % kPipeGroup == kPipeGroup - 1 || round * kPipeRound + d == chunks - 1) {
       __syncwarp();
       const int next = round * kPipeStages + d / kPipeGroup + kPipeStages;
       if (lane == 0 && next < groups) issue(next);
     }
+  }
+};
+
+// The mma kernel's warps meet at a barrier every chunk anyway, so there one thread issues every
+// warp's copies (after that barrier, when every warp is done with the stage refilled) and the warps
+// only wait and read: per warp, one copy instruction sequence less per group.
+struct BlockWeightCopies {
+  const std::uint8_t* matrix;
+  int first_tile;  // warp w's tile is first_tile + w (tile 0 past the matrix's end)
+  int tiles;
+  int chunks;
+  int groups;
+  std::uint32_t base;  // pipe_smem of all warps
+  int warps;
+
+  __device__ __forceinline__ void issue(int group) const {
+    const int stage = group % kPipeStages;
+    const int bytes = min(kPipeGroup, chunks - group * kPipeGroup) * kUnitBytes;
+    for (int w = 0; w < warps; ++w) {
+      const int tile = first_tile + w < tiles ? first_tile + w : 0;
+      const std::uint32_t bar = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + (w * kPipeStages + stage) * 8);
+      mbar_expect_tx(bar, bytes);
+      bulk_copy(base + static_cast<std::uint32_t>(w * kPipeWarpBytes + stage * kPipeGroup * kUnitBytes),
+                matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes, bar);
+    }
+  }
+  // Thread 0: every warp's barriers, then the first kPipeStages groups. The caller's next
+  // __syncthreads makes the barriers visible to the other warps before they wait on them.
+  __device__ __forceinline__ void start() const {
+    for (int i = 0; i < warps * kPipeStages; ++i) {
+      mbar_init(base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + i * 8), 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int g = 0; g < kPipeStages && g < groups; ++g) issue(g);
   }
 };
 
@@ -255,7 +294,7 @@ struct WeightPipe<false> {
   int chunks;
 
   __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane, std::uint8_t*,
-                                        int, int)
+                                        int, int, bool = false)
       : stream(matrix, tile, chunks_, lane), chunks(chunks_) {
 #pragma unroll
     for (int i = 0; i < kPipeRing; ++i) {
@@ -356,7 +395,12 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 
   // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
   // nothing: no branch in the loop.
-  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kBStages * kStageBytes, warp, kWarps);
+  std::uint8_t* pipe_smem = smem + kBStages * kStageBytes;
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipe_smem, warp, kWarps, true);
+  const BlockWeightCopies copies{matrix,      row_block * kWarps,
+                                 args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup,
+                                 detail::smem_address(pipe_smem), kWarps};
+  if (kV2 && threadIdx.x == 0) copies.start();
 
   float acc[kN8][4];
 #pragma unroll
@@ -406,6 +450,11 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
       if (chunk < chunks) {
         cp_async_wait<kBStages - 2>();
         __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
+        if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && threadIdx.x == 0) {
+          // Every warp is done with the previous group: its stage takes the group after this one.
+          const int next = chunk / kPipeGroup + kPipeStages - 1;
+          if (next < copies.groups) copies.issue(next);
+        }
         if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages, d + kBStages - 1);
         cp_async_commit();
         compute(weights.get(d, round), d % kBStages);
