@@ -711,8 +711,9 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
   // From bench --all-tiles on the H200 (docs/kernel-notes.md).
   if (per_expert <= 6.0) return 1;
+  if (per_expert <= 12.0) return 2;
   if (per_expert <= 40.0) return out_rows % 128 == 0 ? 6 : 2;
-  return out_rows % 256 == 0 ? 4 : 3;
+  return 4;  // also where out rows are not a multiple of 256: the idle half-block costs less than 128x128
 }
 
 GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols) {

@@ -236,9 +236,16 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
       layer.replan(routing, tile);
       const auto us = TimedGraph(layer, gemm_steps).replay(args.warmup, std::max(10, args.replays / 4));
       const auto shape = kernels::gemm_tile(tile);
-      fmt::format_to(put, "  [{}] {}x{}: {:.1f} / {:.1f} / {:.1f} = {:.1f}", tile, shape.block_rows(),
-                     shape.block_tokens(), median(us[0]), median(us[1]), median(us[2]), median(us[3]));
+      // A resident tile stands for its streaming twin where K is long: say which tiles ran.
+      fmt::format_to(put, "  [{}] {}x{}{}: {:.1f} / {:.1f} / {:.1f} = {:.1f}", tile, shape.block_rows(),
+                     shape.block_tokens(),
+                     layer.gate_tile() == tile && layer.down_tile() == tile
+                         ? std::string()
+                         : fmt::format(" (ran {}/{})", layer.gate_tile(), layer.down_tile()),
+                     median(us[0]), median(us[1]), median(us[2]), median(us[3]));
       sweep.push_back({{"tile", tile},
+                       {"tile_gate_up_ran", layer.gate_tile()},
+                       {"tile_down_ran", layer.down_tile()},
                        {"block_rows", shape.block_rows()},
                        {"block_tokens", shape.block_tokens()},
                        {"gate_us", median(us[0])},
@@ -326,7 +333,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--replays", args->replays, "timed graph replays per measurement (>= 1)")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed replays before them")->capture_default_str();
   cmd->add_option("--device", args->device, "GPU to run on")->capture_default_str();
-  cmd->add_option("--tile", args->tile, "force one GEMM tile (0..4) instead of the planner's choice");
+  cmd->add_option("--tile", args->tile,
+                  fmt::format("force one GEMM tile (0..{}, docs/kernel-notes.md) instead of the planner's choice",
+                              kernels::gemm_tile_count() - 1))
+      ->check(CLI::Range(0, kernels::gemm_tile_count() - 1));
   cmd->add_flag("--all-tiles", args->all_tiles, "also time the three GEMMs with every tile");
   cmd->add_flag("--no-limits", args->no_limits, "skip measuring the copy and fp16 limits (for profilers)");
   cmd->add_option("--seed", args->seed, "seed of weights and inputs")->capture_default_str();
