@@ -2,14 +2,16 @@
 // for every routed row i of expert e.
 //
 // Weights sit on the MMA's M side and routed rows (tokens) on N, because an expert has few rows
-// at decode sizes (1-3 at t=43). Every warp owns 16 weight rows: it streams their NVFP4 bytes from
-// global memory straight into registers, several 64-column chunks ahead, and decodes them to the
-// fp16 A fragment of an m16n8k16 MMA (nvfp4_decode.cuh). The routed rows go through a cp.async
-// ring in shared memory. No split-K, no atomics: a block owns its outputs over all of K.
+// at decode sizes (1-3 at t=43). Every warp owns 16 weight rows: bulk asynchronous copies bring
+// their NVFP4 bytes into the warp's own shared-memory stages, several 64-column chunks ahead
+// (WeightPipe), and the warp decodes them to the fp16 A fragment of an m16n8k16 MMA
+// (nvfp4_decode.cuh). The routed rows go through a cp.async ring in shared memory. No split-K, no
+// atomics: a block owns its outputs over all of K. An expert's routed rows are split evenly into
+// blocks of at most the tile's tokens, and each block runs the kernel variant for its size.
 //
-// Two kernels share that scheme:
-//  - mma.sync (tiles 64x8, 64x16, 64x32): one block of 4 warps = 64 weight rows x 8*n8 routed
-//    rows; B fragments by ldmatrix. For the few-token sizes, where the decode is the work.
+// Two kernels share that scheme (docs/kernel-notes.md has the tiles and their measurements):
+//  - mma.sync (tiles of 4 or 8 warps, up to 32 routed rows): B fragments by ldmatrix. For the
+//    few-token sizes, where the decode is the work.
 //  - wgmma (tiles 128 x <=128 and 256 x <=128): warpgroups of 4 warps, each 64 weight rows; the A
 //    fragment goes from registers straight into wgmma.mma_async m64nNk16, B from shared memory by
 //    descriptor. N is the block's routed rows rounded up to 16 (an expert's rows are split evenly
@@ -69,18 +71,6 @@ constexpr std::array<TileSpec, 7> kTiles{{
 constexpr int spec_rows(const TileSpec& s) { return s.wgmma ? 64 * s.warpgroups : 16 * s.warps; }
 constexpr int spec_tokens(const TileSpec& s) { return s.wgmma ? kWgmmaMaxTokens : 8 * s.n8; }
 
-__device__ __forceinline__ uint4 load_stream16(const std::uint8_t* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint2 load_stream8(const std::uint8_t* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
 __device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) {
   std::uint32_t v;
   asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
@@ -94,48 +84,33 @@ struct Fragment {
   uint2 scales;
 };
 
-// A warp's stream of weight fragments for one 16-row tile, chunk after chunk. v2: the unit is
-// contiguous; the lane's words are 16 bytes at 16 * lane, its scales at 512 + 8g. v1: rows g and
-// g+8 of the tile, row-major; the same words assembled from byte t of each row word.
-template <bool kV2>
-struct WeightStream {
-  const std::uint8_t* p;   // v2: this lane's 16 bytes of the next chunk's unit; v1: row g
-  const std::uint8_t* p8;  // v2: this lane's scales; v1: row g+8
+// Layout v1's weight fragments of one 16-row tile, chunk after chunk: rows g and g+8 of the tile,
+// row-major; the fragment words assembled from byte t of each row word (v2 stores them ready-made).
+struct V1WeightStream {
+  const std::uint8_t* p;   // row g
+  const std::uint8_t* p8;  // row g+8
   std::uint32_t select_t;
 
-  __device__ __forceinline__ WeightStream(const std::uint8_t* matrix, int tile, int chunks, int lane) {
+  __device__ __forceinline__ V1WeightStream(const std::uint8_t* matrix, int tile, int chunks, int lane) {
     const int g = lane / 4;
     const int t = lane % 4;
-    if constexpr (kV2) {
-      const std::uint8_t* unit = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
-      p = unit + 16 * lane;
-      p8 = unit + 512 + 8 * g;
-    } else {
-      p = matrix + (static_cast<std::int64_t>(tile) * 16 + g) * chunks * kChunkBytes;
-      p8 = p + 8 * static_cast<std::int64_t>(chunks) * kChunkBytes;
-    }
+    p = matrix + (static_cast<std::int64_t>(tile) * 16 + g) * chunks * kChunkBytes;
+    p8 = p + 8 * static_cast<std::int64_t>(chunks) * kChunkBytes;
     select_t = static_cast<std::uint32_t>(t) | (static_cast<std::uint32_t>(4 + t) << 4);
   }
 
   // The next chunk's fragment; the stream moves on by one chunk.
   __device__ __forceinline__ Fragment next() {
-    Fragment f;
-    if constexpr (kV2) {
-      f = Fragment{load_stream16(p), load_stream8(p8)};
-      p += kUnitBytes;
-      p8 += kUnitBytes;
-    } else {
-      std::uint32_t w[4];
+    std::uint32_t w[4];
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const std::uint32_t lo = detail::prmt(load_word(p + 8 * kk), load_word(p8 + 8 * kk), select_t);
-        const std::uint32_t hi = detail::prmt(load_word(p + 8 * kk + 4), load_word(p8 + 8 * kk + 4), select_t);
-        w[kk] = detail::prmt(lo, hi, 0x5410u);  // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
-      }
-      f = Fragment{make_uint4(w[0], w[1], w[2], w[3]), make_uint2(load_word(p + 32), load_word(p8 + 32))};
-      p += kChunkBytes;
-      p8 += kChunkBytes;
+    for (int kk = 0; kk < 4; ++kk) {
+      const std::uint32_t lo = detail::prmt(load_word(p + 8 * kk), load_word(p8 + 8 * kk), select_t);
+      const std::uint32_t hi = detail::prmt(load_word(p + 8 * kk + 4), load_word(p8 + 8 * kk + 4), select_t);
+      w[kk] = detail::prmt(lo, hi, 0x5410u);  // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
     }
+    const Fragment f{make_uint4(w[0], w[1], w[2], w[3]), make_uint2(load_word(p + 32), load_word(p8 + 32))};
+    p += kChunkBytes;
+    p8 += kChunkBytes;
     return f;
   }
 };
@@ -289,7 +264,7 @@ struct BlockWeightCopies {
 
 template <>
 struct WeightPipe<false> {
-  WeightStream<false> stream;
+  V1WeightStream stream;
   Fragment ring[kPipeRing];
   int chunks;
 
