@@ -641,7 +641,7 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     // The largest variant's routed-row ring, then the weight pipes.
     constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(spec.warps) : 0);
     // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
-    constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 0;
+    constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
     auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
     if constexpr (smem > 48 * 1024) {
       static const cudaError_t opted =

@@ -46,8 +46,7 @@ void run_dot(const DotArgs& args) {
 void add_dot_command(CLI::App& app) {
   auto args = std::make_shared<DotArgs>();
   auto* cmd = app.add_subcommand("dot", "the layer graph as Graphviz DOT (no GPU); --captured: the driver's dump");
-  cmd->add_option("scenario", args->scenario,
-                  "scenario name in graphs/ (baseline, peer-copy, ...) or a .json path; default: baseline");
+  add_scenario_argument(*cmd, args->scenario);
   add_scenario_options(*cmd, args->overrides);
   cmd->add_option("-o,--output", args->output, "write to FILE instead of stdout");
   cmd->add_flag("--captured", args->captured,

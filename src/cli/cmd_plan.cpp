@@ -206,8 +206,7 @@ void run_plan(const PlanArgs& args) {
 void add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand("plan", "geometry, memory, routing and the layer graph of a scenario (no GPU)");
-  cmd->add_option("scenario", args->scenario,
-                  "scenario name in graphs/ (baseline, peer-copy, ...) or a .json path; default: baseline");
+  add_scenario_argument(*cmd, args->scenario);
   add_scenario_options(*cmd, args->overrides);
   cmd->add_flag("--json", args->json, "print the plan as JSON");
   cmd->callback([args] { run_plan(*args); });

@@ -75,6 +75,11 @@ void apply_scenario_options(const ScenarioOptions& o, Scenario& s) {
   validate(s);
 }
 
+void add_scenario_argument(CLI::App& cmd, std::string& scenario) {
+  cmd.add_option("scenario", scenario,
+                 "scenario name in graphs/ (baseline, peer-copy, ...) or a .json path; default: baseline");
+}
+
 std::filesystem::path graphs_dir() {
   if (const char* env = std::getenv("TPGRAPH_GRAPHS"); env != nullptr && *env != '\0') return env;
   std::error_code ec;

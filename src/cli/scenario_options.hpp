@@ -27,6 +27,8 @@ struct ScenarioOptions {
 
 // Adds --tokens, --experts, ... to `cmd`.
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& opts);
+// Adds the optional positional `scenario` (a name in graphs/ or a .json path) to `cmd`.
+void add_scenario_argument(CLI::App& cmd, std::string& scenario);
 // Applies the flags that were given on top of `s`, then validates; throws InputError.
 void apply_scenario_options(const ScenarioOptions& opts, Scenario& s);
 // The graphs/ folder: $TPGRAPH_GRAPHS, else next to the executable's source tree, else ./graphs.
