@@ -630,6 +630,10 @@ template <bool kV2, int kTile>
 void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
   if constexpr (spec.wgmma) {
+#ifdef TPGRAPH_NO_WGMMA
+    throw std::invalid_argument("grouped_gemm: tile " + std::to_string(kTile) +
+                                " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
+#endif
     auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, 4, spec.min_blocks>;
     // More than the default 48 KB of dynamic shared memory: opt in once per kernel (not a stream
     // operation, so it is allowed while a stream is being captured).
@@ -688,7 +692,11 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
   if (per_expert <= 6.0) return 1;
   if (per_expert <= 12.0) return 2;
   if (per_expert <= 40.0) return out_rows % 128 == 0 ? 6 : 2;
+#ifdef TPGRAPH_NO_WGMMA
+  return out_rows % 128 == 0 ? 6 : 2;  // no sm_90a code in this build: the best mma.sync tile
+#else
   return 4;  // also where out rows are not a multiple of 256: the idle half-block costs less than 128x128
+#endif
 }
 
 GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols) {
