@@ -63,7 +63,9 @@ bool shares_gpu(const VariantRun& run, const VariantTimeline& v) {
 std::string overlap_cell(const VariantTimeline& v) {
   if (v.ranks < 2) return "-";
   if (v.overlap.count == 0) return "no data";
-  return fmt::format("{:.2f} (min {:.2f})", v.overlap.median, v.overlap.min);
+  std::string cell = fmt::format("{:.2f} (min {:.2f})", v.overlap.median, v.overlap.min);
+  if (v.busy_overlap.count > 0) cell += fmt::format(" busy {:.2f}", v.busy_overlap.median);
+  return cell;
 }
 
 std::string verdict_cell(const VariantTimeline& v) {
@@ -313,6 +315,7 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                                                       : json(nullptr)},
                            {"overlap", opt_json(rt.overlap, 4)},
                            {"overlap_vs_root", rt_vs_root},
+                           {"busy_overlap", opt_json(rt.busy_overlap, 4)},
                            {"verdict", std::string(to_string(rt.verdict))},
                            {"ranks", rank_rows}});
   }
@@ -346,6 +349,7 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
             {"verdict_counts", counts},
             {"overlap", stats_json(v.overlap, 4)},
             {"overlap_vs_root", vs_root},
+            {"busy_overlap", stats_json(v.busy_overlap, 4)},
             {"ranks", ranks},
             {"host_launch_us", stats_json(v.host_launch_us, 3)},
             {"tracing",
@@ -416,7 +420,8 @@ std::string render_terminal_table(const RunData& run, const RunAnalysis& analysi
   for (const auto& line : run_banners(run, analysis)) fmt::format_to(it, "{}\n", line);
   fmt::format_to(it, "{}\n", verdict_thresholds_text());
   fmt::format_to(it,
-                 "medians over replays; overlap: median (min); cupti/event: CUPTI span / event-node span "
+                 "medians over replays; overlap: window overlap median (min), busy: kernels and copies running "
+                 "at the same time; cupti/event: CUPTI span / event-node span "
                  "(! beyond {:.0f}%); wait: start - latest end of what the graph says it depends on\n\n",
                  kEventSpanTolerance * 100);
   out += summary_table(run, analysis, true).text();
@@ -435,7 +440,8 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
 
   fmt::format_to(it, "## Variants side by side\n\n");
   fmt::format_to(it,
-                 "Medians over replays. Overlap: median (min) over replays. cupti/event: CUPTI span over the "
+                 "Medians over replays. Overlap: window overlap, median (min) over replays; busy: the busy "
+                 "overlap (kernels and copies of both ranks running at the same time). cupti/event: CUPTI span over the "
                  "event-node span (`!` beyond {:.0f}%). Launch: host time of one launch call.\n\n",
                  kEventSpanTolerance * 100);
   out += summary_table(run, analysis, false).markdown();
@@ -488,6 +494,17 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
                      v.verdict_counts[static_cast<std::size_t>(Verdict::partial)],
                      v.verdict_counts[static_cast<std::size_t>(Verdict::serialized)],
                      v.verdict_counts[static_cast<std::size_t>(Verdict::no_data)]);
+      if (v.busy_overlap.count > 0) {
+        fmt::format_to(it,
+                       "Busy overlap (time both ranks had a kernel or copy running, over the less busy rank's "
+                       "busy time): median {:.4f}, min {:.4f}, max {:.4f}.{}\n\n",
+                       v.busy_overlap.median, v.busy_overlap.min, v.busy_overlap.max,
+                       v.busy_overlap.median <= kSerializedAtMost && v.overlap.count > 0 &&
+                               v.overlap.median >= kOverlappedAtLeast
+                           ? " The windows overlap but the work took turns: the ranks' kernels did not run at "
+                             "the same time."
+                           : "");
+      }
       if (v.ranks > 2) {
         for (std::size_t k = 1; k < v.overlap_vs_root.size(); ++k)
           fmt::format_to(it, "- r{} vs r0: median {:.4f}, min {:.4f}\n", k, v.overlap_vs_root[k].median,

@@ -96,6 +96,53 @@ double overlap_fraction(std::uint64_t a_start, std::uint64_t a_end, std::uint64_
   return static_cast<double>(hi - lo) / static_cast<double>(shorter);
 }
 
+namespace {
+
+// Sorted, merged union of intervals; empty and inverted intervals dropped.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> merged(std::vector<std::pair<std::uint64_t, std::uint64_t>> v) {
+  std::erase_if(v, [](const auto& iv) { return iv.second <= iv.first; });
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, iv.second);
+    } else {
+      out.push_back(iv);
+    }
+  }
+  return out;
+}
+
+std::uint64_t covered(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
+  std::uint64_t t = 0;
+  for (const auto& [lo, hi] : v) t += hi - lo;
+  return t;
+}
+
+}  // namespace
+
+double busy_overlap_fraction(std::vector<std::pair<std::uint64_t, std::uint64_t>> a,
+                             std::vector<std::pair<std::uint64_t, std::uint64_t>> b) {
+  const auto ua = merged(std::move(a));
+  const auto ub = merged(std::move(b));
+  const std::uint64_t smaller = std::min(covered(ua), covered(ub));
+  if (smaller == 0) return 0.0;
+  std::uint64_t both = 0;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < ua.size() && j < ub.size()) {
+    const std::uint64_t lo = std::max(ua[i].first, ub[j].first);
+    const std::uint64_t hi = std::min(ua[i].second, ub[j].second);
+    if (hi > lo) both += hi - lo;
+    if (ua[i].second < ub[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return static_cast<double>(both) / static_cast<double>(smaller);
+}
+
 Stats summarize(std::vector<double> values) {
   Stats s;
   if (values.empty()) return s;
@@ -300,6 +347,18 @@ VariantTimeline analyze_variant(const VariantRun& v) {
       if (rt.overlap_vs_root[k] && (!rt.overlap || *rt.overlap_vs_root[k] < *rt.overlap))
         rt.overlap = rt.overlap_vs_root[k];
     }
+    // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
+    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> busy(R);
+    for (std::size_t n = 0; n < node_count; ++n) {
+      const NodeTiming& t = nodes[n];
+      if (t.recorded) busy[static_cast<std::size_t>(g.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
+    }
+    rt.busy_overlap_vs_root.assign(R, std::nullopt);
+    for (std::size_t k = 1; k < R; ++k) {
+      if (busy[0].empty() || busy[k].empty()) continue;
+      rt.busy_overlap_vs_root[k] = busy_overlap_fraction(busy[0], busy[k]);
+      if (!rt.busy_overlap || *rt.busy_overlap_vs_root[k] < *rt.busy_overlap) rt.busy_overlap = rt.busy_overlap_vs_root[k];
+    }
     rt.verdict = verdict_of(rt.overlap, out.ranks);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
   }
@@ -337,6 +396,10 @@ VariantTimeline analyze_variant(const VariantRun& v) {
   for (const auto& rt : out.replays)
     if (rt.overlap) overlaps.push_back(*rt.overlap);
   out.overlap = summarize(overlaps);
+  std::vector<double> busy_overlaps;
+  for (const auto& rt : out.replays)
+    if (rt.busy_overlap) busy_overlaps.push_back(*rt.busy_overlap);
+  out.busy_overlap = summarize(busy_overlaps);
   out.verdict = verdict_of(out.overlap.count > 0 ? std::optional<double>(out.overlap.median) : std::nullopt,
                            out.ranks);
 

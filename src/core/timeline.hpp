@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/run_data.hpp"
@@ -33,6 +34,11 @@ enum class Verdict { overlapped, partial, serialized, single_rank, no_data };
 // shorter one is empty.
 [[nodiscard]] double overlap_fraction(std::uint64_t a_start, std::uint64_t a_end, std::uint64_t b_start,
                                       std::uint64_t b_end);
+
+// Busy overlap of two sets of [start, end) intervals (a rank's kernels and copies in one replay):
+// the time covered by both unions over the smaller union; 0 when either is empty.
+[[nodiscard]] double busy_overlap_fraction(std::vector<std::pair<std::uint64_t, std::uint64_t>> a,
+                                           std::vector<std::pair<std::uint64_t, std::uint64_t>> b);
 
 // min, median, p90, max over replays; percentiles interpolate linearly between ranks.
 struct Stats {
@@ -63,6 +69,12 @@ struct ReplayTimeline {
   std::vector<std::optional<double>> overlap_vs_root;
   std::optional<double> overlap;  // the smallest rank-vs-root overlap
   Verdict verdict = Verdict::no_data;
+  // [rank]: busy overlap with the root (busy_overlap_fraction of their records' intervals); empty
+  // for the root. The window overlap above says whether the ranks' windows coincided; this says
+  // whether their kernels and copies actually ran at the same time (on one shared GPU whose
+  // streams take turns, the first is near 1 and this near 0).
+  std::vector<std::optional<double>> busy_overlap_vs_root;
+  std::optional<double> busy_overlap;  // the smallest rank-vs-root busy overlap
 };
 
 // One node in one replay.
@@ -118,6 +130,7 @@ struct VariantTimeline {
   std::vector<RankSummary> rank_summaries;        // [rank]
   std::vector<Stats> overlap_vs_root;             // [rank]; root's has count 0
   Stats overlap;
+  Stats busy_overlap;                  // of ReplayTimeline::busy_overlap
   Verdict verdict = Verdict::no_data;  // of the median overlap
   std::array<int, 5> verdict_counts{};  // replays per Verdict value
   std::vector<NodeWaitSummary> waits;   // recorded nodes, largest median wait first

@@ -66,6 +66,17 @@ TEST_CASE("overlap is the shared time over the shorter window", "[timeline]") {
   CHECK(overlap_fraction(0, 0, 0, 100) == 0.0);            // an empty window shares nothing
 }
 
+TEST_CASE("busy overlap is the time both unions of intervals cover over the smaller union", "[timeline]") {
+  using Iv = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  CHECK(busy_overlap_fraction(Iv{{0, 10}, {20, 30}}, Iv{{10, 20}, {30, 40}}) == 0.0);  // taking turns
+  CHECK(busy_overlap_fraction(Iv{{0, 10}, {20, 30}}, Iv{{0, 10}, {20, 30}}) == 1.0);
+  CHECK(busy_overlap_fraction(Iv{{0, 100}}, Iv{{50, 60}, {90, 130}}) == Approx(20.0 / 50.0));
+  // Overlapping intervals of one rank count once; unsorted input is fine.
+  CHECK(busy_overlap_fraction(Iv{{5, 15}, {0, 10}}, Iv{{0, 15}}) == 1.0);
+  CHECK(busy_overlap_fraction(Iv{}, Iv{{0, 10}}) == 0.0);
+  CHECK(busy_overlap_fraction(Iv{{10, 10}}, Iv{{0, 10}}) == 0.0);  // empty intervals are dropped
+}
+
 TEST_CASE("verdict thresholds split overlapped, partial and serialized", "[timeline]") {
   CHECK(verdict_of(0.9, 2) == Verdict::overlapped);
   CHECK(verdict_of(kOverlappedAtLeast, 2) == Verdict::overlapped);
@@ -99,7 +110,18 @@ TEST_CASE("two ranks that run side by side are OVERLAPPED", "[timeline]") {
   CHECK(v.rank_summaries[1].offset_us.median == Approx(1.0));
   CHECK(v.rank_summaries[0].offset_us.median == Approx(0.0));
   CHECK(v.overlap.median == Approx(69.0 / 70.0));
+  CHECK(v.busy_overlap.median == Approx(69.0 / 70.0));
   CHECK(v.health.clean());
+}
+
+TEST_CASE("ranks whose kernels take turns overlap in their windows but not in busy time", "[timeline]") {
+  // One shared GPU, each rank's op fills the other's gap: the windows share almost all their time.
+  const VariantRun run = scheduled_variant(small_scenario("turns", 3), {0, 10'000}, 10'000, 10'000);
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.verdict == Verdict::overlapped);
+  CHECK(v.overlap.median > 0.9);
+  CHECK(v.busy_overlap.count == 3);
+  CHECK(v.busy_overlap.max == 0.0);
 }
 
 TEST_CASE("rank 1 starting after rank 0 ends is SERIALIZED, and its first node shows the wait", "[timeline]") {
