@@ -635,11 +635,10 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
                                 " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
 #endif
     auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, 4, spec.min_blocks>;
-    // More than the default 48 KB of dynamic shared memory: opt in once per kernel (not a stream
-    // operation, so it is allowed while a stream is being captured).
+    // More than the default 48 KB of dynamic shared memory (launch.cuh: once per kernel and GPU).
     constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0);
-    static const cudaError_t opted = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    detail::check_call(opted, "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
+                               "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args);
   } else {
     // The largest variant's routed-row ring, then the weight pipes.
@@ -648,9 +647,8 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
     auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
     if constexpr (smem > 48 * 1024) {
-      static const cudaError_t opted =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      detail::check_call(opted, "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
+                                 "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     }
     kernel<<<static_cast<unsigned int>(grid), 32 * spec.warps, smem, stream>>>(args);
   }

@@ -3,8 +3,11 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tpgraph::kernels::detail {
 
@@ -21,6 +24,21 @@ inline void check_call(cudaError_t status, const char* what) {
     throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorName(status) + " (" +
                              cudaGetErrorString(status) + ")");
   }
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory beyond the default 48 KB, on the current
+// device: the attribute belongs to the kernel's instance in each device's context, so ranks on
+// several GPUs each need it. Set once per (kernel, device); not a stream operation, so allowed
+// while a stream is being captured.
+inline void allow_dynamic_smem(const void* kernel, int bytes, const char* what) {
+  int device = 0;
+  check_call(cudaGetDevice(&device), "cudaGetDevice");
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count({kernel, device}) != 0) return;
+  check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
+  done.insert({kernel, device});
 }
 
 // Enough blocks of `threads` to cover `work` items with `per_thread` each, capped so that
