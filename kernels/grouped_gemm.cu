@@ -38,7 +38,6 @@
 namespace tpgraph::kernels {
 namespace {
 
-using detail::cp_async16;
 using detail::cp_async_commit;
 using detail::cp_async_wait;
 
@@ -49,14 +48,14 @@ constexpr int kItemInts = 4;  // per block: expert, row block, first routed row,
 constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
 constexpr int kWgmmaMaxTokens = 128;
 
-// Tiles, by GemmTile index. mma: 4 warps, 64 weight rows, 8*n8 tokens, `depth` chunks of weights
-// in flight per warp. wgmma: `warpgroups` x 64 weight rows, up to 128 tokens.
+// Tiles, by GemmTile index. mma: `warps` x 16 weight rows, up to 8*n8 tokens. wgmma: `warpgroups`
+// x 64 weight rows, up to 128 tokens.
 struct TileSpec {
   bool wgmma;
-  int n8;          // mma: n8 tiles per block
+  int n8;          // mma: n8 tiles per block (the largest variant)
   int warpgroups;  // wgmma: warpgroups per block
   int warps;       // mma: warps per block (16 weight rows each)
-  int min_blocks;  // mma: blocks per SM the registers must allow (0: no minimum)
+  int min_blocks;  // blocks per SM the registers must allow (0: no minimum)
 };
 constexpr std::array<TileSpec, 7> kTiles{{
     {false, 1, 1, 4, 8},  // 64 x <=8
@@ -115,13 +114,15 @@ struct V1WeightStream {
   }
 };
 
-// A warp's weights, chunk after chunk, kRound chunks per unrolled round (chunk = round * kRound + d).
-//  v2: the warp's tile is one contiguous stream of 576-byte units, so lane 0 fetches kGroup units at
-//      a time with a bulk asynchronous copy (the Tensor Memory Accelerator) into kStages
-//      shared-memory stages of its own, each with an mbarrier; the lanes wait on the barrier and read
-//      their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight without
-//      occupying the load units or registers.
-//  v1: byte gathers from the row-major rows straight into a register ring kRing chunks deep.
+// A warp's weights, chunk after chunk, kPipeRound chunks per unrolled round (chunk = round *
+// kPipeRound + d).
+//  v2: the warp's tile is one contiguous stream of 576-byte units, so kPipeGroup units at a time
+//      come with one bulk asynchronous copy (the Tensor Memory Accelerator) into one of the warp's
+//      kPipeStages shared-memory stages, each with an mbarrier; the lanes wait on the barrier and
+//      read their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight
+//      without occupying the load units or registers. The copies are issued by the warp's lane 0,
+//      or (block_issued) by BlockWeightCopies.
+//  v1: byte gathers from the row-major rows straight into a register ring kPipeRing chunks deep.
 constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
 constexpr int kPipeStages = 2;                                         // bulk copies in flight per warp
 constexpr int kPipeRound = kPipeGroup * kPipeStages;                   // 8 chunks
@@ -175,10 +176,9 @@ struct WeightPipe<true> {
   int chunks;
   int groups;
   int lane;
-
-  // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
   bool block_issued;
 
+  // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
   // `block_issued`: BlockWeightCopies fills this warp's stages; the warp only waits and reads.
   __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane_, std::uint8_t* pipe_smem,
                                         int warp, int warps, bool block_issued_ = false)
@@ -315,7 +315,7 @@ struct GemmArgs {
 };
 
 // ---------------------------------------------------------------------------------------------
-// mma.sync kernel: 4 warps x 16 weight rows, 8*kN8 routed rows.
+// mma.sync kernel: kWarps x 16 weight rows, up to 8*kN8 routed rows.
 
 constexpr int kBRowStride = 144;  // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
 constexpr int mma_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
@@ -506,7 +506,7 @@ __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t address) {
   return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32);
 }
 
-template <bool kV2, int kWarpgroups, int kDepth, int kN>
+template <bool kV2, int kWarpgroups, int kN>
 __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
                                             int row_begin, int block_rows) {
   static_assert(kPipeRound % kWgStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
@@ -603,7 +603,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
   }
 }
 
-template <bool kV2, int kWarpgroups, int kDepth, int kMinBlocks>
+template <bool kV2, int kWarpgroups, int kMinBlocks>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wgmma_kernel(const GemmArgs args) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   const BlockWork w = block_work(args, kWgmmaMaxTokens);
@@ -612,14 +612,14 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wg
   const int begin = w.begin;
   const int rows = w.rows;
   switch ((rows + 15) / 16) {
-    case 1: return wgmma_block<kV2, kWarpgroups, kDepth, 16>(args, wg_smem, expert, row_block, begin, rows);
-    case 2: return wgmma_block<kV2, kWarpgroups, kDepth, 32>(args, wg_smem, expert, row_block, begin, rows);
-    case 3: return wgmma_block<kV2, kWarpgroups, kDepth, 48>(args, wg_smem, expert, row_block, begin, rows);
-    case 4: return wgmma_block<kV2, kWarpgroups, kDepth, 64>(args, wg_smem, expert, row_block, begin, rows);
-    case 5: return wgmma_block<kV2, kWarpgroups, kDepth, 80>(args, wg_smem, expert, row_block, begin, rows);
-    case 6: return wgmma_block<kV2, kWarpgroups, kDepth, 96>(args, wg_smem, expert, row_block, begin, rows);
-    case 7: return wgmma_block<kV2, kWarpgroups, kDepth, 112>(args, wg_smem, expert, row_block, begin, rows);
-    case 8: return wgmma_block<kV2, kWarpgroups, kDepth, 128>(args, wg_smem, expert, row_block, begin, rows);
+    case 1: return wgmma_block<kV2, kWarpgroups, 16>(args, wg_smem, expert, row_block, begin, rows);
+    case 2: return wgmma_block<kV2, kWarpgroups, 32>(args, wg_smem, expert, row_block, begin, rows);
+    case 3: return wgmma_block<kV2, kWarpgroups, 48>(args, wg_smem, expert, row_block, begin, rows);
+    case 4: return wgmma_block<kV2, kWarpgroups, 64>(args, wg_smem, expert, row_block, begin, rows);
+    case 5: return wgmma_block<kV2, kWarpgroups, 80>(args, wg_smem, expert, row_block, begin, rows);
+    case 6: return wgmma_block<kV2, kWarpgroups, 96>(args, wg_smem, expert, row_block, begin, rows);
+    case 7: return wgmma_block<kV2, kWarpgroups, 112>(args, wg_smem, expert, row_block, begin, rows);
+    case 8: return wgmma_block<kV2, kWarpgroups, 128>(args, wg_smem, expert, row_block, begin, rows);
     default: __trap();
   }
 }
@@ -634,7 +634,7 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     throw std::invalid_argument("grouped_gemm: tile " + std::to_string(kTile) +
                                 " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
 #endif
-    auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, 4, spec.min_blocks>;
+    auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.min_blocks>;
     // More than the default 48 KB of dynamic shared memory (launch.cuh: once per kernel and GPU).
     constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0);
     detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,

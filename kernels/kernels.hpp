@@ -51,8 +51,7 @@ struct GemmPlan {
 [[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
 
 // Block tiles of the grouped GEMM: `rows` weight rows x up to `tokens` routed rows (tokens) per
-// block. mma.sync tiles take fixed blocks of `tokens`; wgmma tiles split an expert's rows evenly
-// into blocks of at most `tokens`. Every tile sums each output in the same order (k ascending, one
+// block; an expert's rows are split evenly into blocks of at most `tokens`. Every tile sums each output in the same order (k ascending, one
 // fp32 accumulator), so the choice changes speed only, never a bit of the output.
 struct GemmTile {
   int rows = 64;

@@ -89,18 +89,7 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t r[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row_address)));
-}
-__device__ __forceinline__ void ldmatrix_x2(std::uint32_t r[2], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_address(row_address)));
-}
-
-// The same at a shared-memory address already converted (the hot loop adds immediates to it).
+// ldmatrix at a shared-memory address already converted (the hot loop adds immediates to it).
 __device__ __forceinline__ void ldmatrix_x4_at(std::uint32_t r[4], std::uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -110,19 +99,11 @@ __device__ __forceinline__ void ldmatrix_x2_at(std::uint32_t r[2], std::uint32_t
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
 }
 
-// Asynchronous global -> shared copies. `bytes_valid` 0 fills the 16 bytes with zeros.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int bytes_valid = 16) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address(smem)), "l"(gmem),
-               "r"(bytes_valid)
-               : "memory");
-}
-// The same to a shared-memory address already converted.
+// Asynchronous global -> shared copy of 16 bytes to a shared-memory address; `bytes_valid` 0 fills
+// them with zeros.
 __device__ __forceinline__ void cp_async16_at(std::uint32_t smem_address, const void* gmem, int bytes_valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
                : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_address(smem)), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int pending>

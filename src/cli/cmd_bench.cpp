@@ -236,16 +236,9 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
       layer.replan(routing, tile);
       const auto us = TimedGraph(layer, gemm_steps).replay(args.warmup, std::max(10, args.replays / 4));
       const auto shape = kernels::gemm_tile(tile);
-      // A resident tile stands for its streaming twin where K is long: say which tiles ran.
-      fmt::format_to(put, "  [{}] {}x{}{}: {:.1f} / {:.1f} / {:.1f} = {:.1f}", tile, shape.block_rows(),
-                     shape.block_tokens(),
-                     layer.gate_tile() == tile && layer.down_tile() == tile
-                         ? std::string()
-                         : fmt::format(" (ran {}/{})", layer.gate_tile(), layer.down_tile()),
-                     median(us[0]), median(us[1]), median(us[2]), median(us[3]));
+      fmt::format_to(put, "  [{}] {}x{}: {:.1f} / {:.1f} / {:.1f} = {:.1f}", tile, shape.block_rows(),
+                     shape.block_tokens(), median(us[0]), median(us[1]), median(us[2]), median(us[3]));
       sweep.push_back({{"tile", tile},
-                       {"tile_gate_up_ran", layer.gate_tile()},
-                       {"tile_down_ran", layer.down_tile()},
                        {"block_rows", shape.block_rows()},
                        {"block_tokens", shape.block_tokens()},
                        {"gate_us", median(us[0])},

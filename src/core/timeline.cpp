@@ -353,11 +353,10 @@ VariantTimeline analyze_variant(const VariantRun& v) {
       const NodeTiming& t = nodes[n];
       if (t.recorded) busy[static_cast<std::size_t>(g.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
     }
-    rt.busy_overlap_vs_root.assign(R, std::nullopt);
     for (std::size_t k = 1; k < R; ++k) {
       if (busy[0].empty() || busy[k].empty()) continue;
-      rt.busy_overlap_vs_root[k] = busy_overlap_fraction(busy[0], busy[k]);
-      if (!rt.busy_overlap || *rt.busy_overlap_vs_root[k] < *rt.busy_overlap) rt.busy_overlap = rt.busy_overlap_vs_root[k];
+      const double f = busy_overlap_fraction(busy[0], busy[k]);
+      if (!rt.busy_overlap || f < *rt.busy_overlap) rt.busy_overlap = f;
     }
     rt.verdict = verdict_of(rt.overlap, out.ranks);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];

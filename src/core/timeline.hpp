@@ -69,12 +69,11 @@ struct ReplayTimeline {
   std::vector<std::optional<double>> overlap_vs_root;
   std::optional<double> overlap;  // the smallest rank-vs-root overlap
   Verdict verdict = Verdict::no_data;
-  // [rank]: busy overlap with the root (busy_overlap_fraction of their records' intervals); empty
-  // for the root. The window overlap above says whether the ranks' windows coincided; this says
+  // The smallest busy overlap of a rank with the root (busy_overlap_fraction of their records'
+  // intervals). The window overlap above says whether the ranks' windows coincided; this says
   // whether their kernels and copies actually ran at the same time (on one shared GPU whose
   // streams take turns, the first is near 1 and this near 0).
-  std::vector<std::optional<double>> busy_overlap_vs_root;
-  std::optional<double> busy_overlap;  // the smallest rank-vs-root busy overlap
+  std::optional<double> busy_overlap;
 };
 
 // One node in one replay.
