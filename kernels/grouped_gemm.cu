@@ -46,6 +46,7 @@ constexpr int kChunkBytes = 36;   // 32 bytes of E2M1 + 4 UE4M3 scales per 64 co
 constexpr int kUnitBytes = 576;   // 16 rows x one chunk
 constexpr int kItemInts = 4;  // per block: expert, row block, first routed row, routed rows
 constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
+constexpr int ring_barrier_bytes(int stages) { return 2 * stages * 8; }  // a ring's full and empty mbarriers
 constexpr int kWgmmaMaxTokens = 128;
 
 // Tiles, by GemmTile index. mma: `warps` x 16 weight rows, up to 8*n8 tokens. wgmma: `warpgroups`
@@ -148,6 +149,9 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
       "}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, int bytes, std::uint32_t bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
@@ -286,20 +290,28 @@ __device__ __forceinline__ std::uint32_t word_of(const Fragment& f, int kk) {
   return kk == 0 ? f.values.x : kk == 1 ? f.values.y : kk == 2 ? f.values.z : f.values.w;
 }
 
-// Writes one accumulator fragment row pair: out rows o and o+8 of routed rows col, col+1.
-__device__ __forceinline__ void store_pair(float* y, const float* xs, float ts, std::int64_t row_begin, int block_rows,
-                                           int out_rows, int o, int col, const float (&v)[4]) {
+// Writes one accumulator fragment row pair: out rows o and o+8 of routed rows col, col+1, whose
+// activation scales are xs_pair.
+__device__ __forceinline__ void store_pair(float* y, const float (&xs_pair)[2], float ts, std::int64_t row_begin,
+                                           int block_rows, int out_rows, int o, int col, const float (&v)[4]) {
 #pragma unroll
   for (int c = 0; c < 2; ++c) {
     if (col + c < block_rows) {
       const std::int64_t row = row_begin + col + c;
-      const float scale = __fmul_rn(xs[row], ts);
+      const float scale = __fmul_rn(xs_pair[c], ts);
       // The decoded weights carry 2^-14 (nvfp4_decode.cuh): scaling the sum back is exact.
       float* out = y + row * out_rows + o;
       out[0] = __fmul_rn(scale, __fmul_rn(v[c], 16384.0f));
       out[8] = __fmul_rn(scale, __fmul_rn(v[2 + c], 16384.0f));
     }
   }
+}
+
+// The activation scales of routed rows col and col+1 of a block (0 past its end).
+__device__ __forceinline__ void load_xs_pair(float (&xs_pair)[2], const float* xs, std::int64_t row_begin, int block_rows,
+                                             int col) {
+#pragma unroll
+  for (int c = 0; c < 2; ++c) xs_pair[c] = col + c < block_rows ? xs[row_begin + col + c] : 0.0f;
 }
 
 struct GemmArgs {
@@ -442,10 +454,13 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   cp_async_wait<0>();
 
   if (!tile_valid) return;
-  const float ts = args.tensor_scale[expert];
   const int o = tile * 16 + g;
+  const float ts = args.tensor_scale[expert];
+  float xs_cols[kN8][2];
 #pragma unroll
-  for (int n = 0; n < kN8; ++n) store_pair(args.y, args.xs, ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
+  for (int n = 0; n < kN8; ++n) load_xs_pair(xs_cols[n], args.xs, row_begin, block_rows, n * 8 + 2 * t);
+#pragma unroll
+  for (int n = 0; n < kN8; ++n) store_pair(args.y, xs_cols[n], ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
 }
 
 // An expert's rows split evenly into ceil(rows / max_tokens) blocks (the planner cuts the same way).
@@ -498,7 +513,9 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
 constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 16 KB
 constexpr int kWgStages = 4;
 constexpr int kWgSmemBytes = kWgStages * kWgStageBytes;
-constexpr int kWgAhead = 2;  // chunks of B in flight ahead of the one computed
+constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
+// k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower: docs/kernel-notes.md)
+constexpr int kWgPending = 1;
 
 __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t address) {
   constexpr std::uint64_t kLeading = 128 >> 4;
@@ -510,6 +527,8 @@ template <bool kV2, int kWarpgroups, int kN>
 __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
                                             int row_begin, int block_rows) {
   static_assert(kPipeRound % kWgStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
+  static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
+  static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
   constexpr int kThreads = 128 * kWarpgroups;
   constexpr int kPieces = kN * 8;
   constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
@@ -520,6 +539,11 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
   const int t = lane % 4;
   const int tile = row_block * 4 * kWarpgroups + warp;
   const bool tile_valid = tile < args.out_rows / 16;
+  // A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
+  // 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
+  // tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
+  // warpgroup), which the .aligned wgmma instructions need.
+  const bool group_active = (tile & ~3) < args.out_rows / 16;
   const std::uint8_t* matrix =
       args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
@@ -550,41 +574,82 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
     }
   };
 
-  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, smem + kWgSmemBytes, warp, 4 * kWarpgroups);
+  // An idle warpgroup's pipe has no chunks: it initialises nothing and issues no copies.
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, group_active ? chunks : 0, lane, smem + kWgSmemBytes, warp,
+                          4 * kWarpgroups);
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+
+  // The routed-row ring runs on mbarriers, not on a block barrier per chunk: full[s] completes when
+  // every thread has copied its pieces of the stage's chunk and made them visible to wgmma (which
+  // reads through the async proxy: each thread waits for its own copies and fences before it
+  // arrives), empty[s] when every warp's wgmmas that read the stage are complete. Each thread
+  // publishes chunk c + 1 while chunk c is computed, and chunk c + kWgAhead is loaded into the
+  // stage of chunk c + kWgAhead - kWgStages, so the warpgroups drift apart by up to a chunk instead
+  // of meeting at every one. (The mma kernel keeps its block barrier: there the mbarriers' extra
+  // instructions cost more than the waits they save; docs/kernel-notes.md.)
+  const std::uint32_t full_bars =
+      b_base + static_cast<std::uint32_t>(kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0));
+  const std::uint32_t empty_bars = full_bars + 8 * kWgStages;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int i = 0; i < kWgStages; ++i) {
+      mbar_init(full_bars + 8 * i, kThreads);
+      mbar_init(empty_bars + 8 * i, 4 * kWarpgroups);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();  // the ring's barriers are initialised before anyone arrives on them
+  auto publish = [&](int stage) {
+    cp_async_wait<kWgAhead - 1>();  // this thread's copies of that chunk are done (the newest may be pending)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote through the generic proxy
+    mbar_arrive(full_bars + 8 * static_cast<std::uint32_t>(stage));
+  };
 
 #pragma unroll
   for (int s = 0; s < kWgAhead; ++s) {
     if (s < chunks) load_b(s, s);
     cp_async_commit();
   }
+  if (chunks > 0) publish(0);
   for (int round = 0; round * kPipeRound < chunks; ++round) {
 #pragma unroll
     for (int d = 0; d < kPipeRound; ++d) {
       const int chunk = round * kPipeRound + d;
       if (chunk < chunks) {
-        cp_async_wait<kWgAhead - 1>();
-        // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-        // Stage d+2 was last read by chunk d-2's wgmmas, all complete (at most one k16 step is in
-        // flight past a chunk's end).
-        if (chunk + kWgAhead < chunks) load_b((d + kWgAhead) % kWgStages, d + kWgAhead);
-        cp_async_commit();
-        const Fragment f = weights.get(d, round);
-        const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          std::uint32_t a[4];
-          detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
-          detail::wgmma_fence();
-          detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
-          detail::wgmma_commit();
-          detail::wgmma_wait<1>();
+        if (chunk + kWgAhead < chunks) {
+          const int refill = (d + kWgAhead) % kWgStages;
+          if (chunk + kWgAhead >= kWgStages) {
+            mbar_wait(empty_bars + 8 * refill, static_cast<std::uint32_t>(((chunk + kWgAhead - kWgStages) / kWgStages) & 1));
+          }
+          load_b(refill, d + kWgAhead);
         }
-        weights.release(d, round);
+        cp_async_commit();  // possibly empty: the group count stays one per chunk
+        if (chunk + 1 < chunks) publish((d + 1) % kWgStages);
+        mbar_wait(full_bars + 8 * (d % kWgStages), static_cast<std::uint32_t>((chunk / kWgStages) & 1));
+        // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
+        // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
+        const bool release_previous = chunk > 0;
+        if (group_active) {
+          const Fragment f = weights.get(d, round);
+          const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            std::uint32_t a[4];
+            detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+            detail::wgmma_fence();
+            detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
+            detail::wgmma_commit();
+            detail::wgmma_wait<kWgPending>();
+            if (kk == kWgPending - 1 && release_previous && lane == 0) {
+              mbar_arrive(empty_bars + 8 * ((d + kWgStages - 1) % kWgStages));
+            }
+          }
+          weights.release(d, round);
+        } else if (release_previous && lane == 0) {
+          mbar_arrive(empty_bars + 8 * ((d + kWgStages - 1) % kWgStages));
+        }
       }
     }
 #pragma unroll
@@ -599,7 +664,9 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j) {
     const float v[4] = {acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]};
-    store_pair(args.y, args.xs, ts, row_begin, block_rows, args.out_rows, o, j * 8 + 2 * t, v);
+    float xs_pair[2];
+    load_xs_pair(xs_pair, args.xs, row_begin, block_rows, j * 8 + 2 * t);
+    store_pair(args.y, xs_pair, ts, row_begin, block_rows, args.out_rows, o, j * 8 + 2 * t, v);
   }
 }
 
@@ -635,10 +702,9 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
                                 " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
 #endif
     auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.min_blocks>;
-    // More than the default 48 KB of dynamic shared memory (launch.cuh: once per kernel and GPU).
-    constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0);
-    detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
-                               "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0) +
+                           ring_barrier_bytes(kWgStages);
+    detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
     kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args);
   } else {
     // The largest variant's routed-row ring, then the weight pipes.
@@ -646,10 +712,7 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
     // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
     constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
     auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
-    if constexpr (smem > 48 * 1024) {
-      detail::allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem,
-                                 "grouped_gemm: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-    }
+    detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
     kernel<<<static_cast<unsigned int>(grid), 32 * spec.warps, smem, stream>>>(args);
   }
   detail::check_launch("grouped_gemm");

@@ -26,18 +26,22 @@ inline void check_call(cudaError_t status, const char* what) {
   }
 }
 
-// Lets `kernel` use `bytes` of dynamic shared memory beyond the default 48 KB, on the current
-// device: the attribute belongs to the kernel's instance in each device's context, so ranks on
-// several GPUs each need it. Set once per (kernel, device); not a stream operation, so allowed
-// while a stream is being captured.
-inline void allow_dynamic_smem(const void* kernel, int bytes, const char* what) {
+// Prepares `kernel` for `bytes` of dynamic shared memory on the current device: the largest
+// shared-memory carveout (the blocks an SM holds are then limited by registers and the kernel's
+// own shared memory, never by an L1-favouring split the driver might pick), and the opt-in beyond
+// the default 48 KB where `bytes` needs it. The attributes belong to the kernel's instance in each
+// device's context, so ranks on several GPUs each need them. Set once per (kernel, device); not a
+// stream operation, so allowed while a stream is being captured.
+inline void prepare_smem(const void* kernel, int bytes, const char* what) {
   int device = 0;
   check_call(cudaGetDevice(&device), "cudaGetDevice");
   static std::mutex mutex;
   static std::set<std::pair<const void*, int>> done;
   const std::lock_guard<std::mutex> lock(mutex);
   if (done.count({kernel, device}) != 0) return;
-  check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
+  check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+             what);
+  if (bytes > 48 * 1024) check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
   done.insert({kernel, device});
 }
 

@@ -6,7 +6,8 @@
 #   check     tpgraph check (numerics + determinism arms), JSON to $OUT/check.json
 #   bench     tpgraph bench, JSON to $OUT/bench.json; BENCH_ARGS adds options (e.g. --all-tiles)
 #   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
-#   ncu       Nsight Compute counters of the grouped GEMMs at t=43 and 4096 (clocks left alone)
+#   ncu       Nsight Compute (full set, clocks left alone) of the grouped GEMMs at t=43, 416, 4096:
+#             details per kernel and a warp-stall summary of the SASS (scripts/ncu_stalls.py)
 #   sass      cuobjdump of the kernels to $OUT/sass.txt, with instruction counts per GEMM kernel
 # Logs go to $OUT (default ./out); the last lines printed are a summary table.
 set -uo pipefail
@@ -50,16 +51,19 @@ for step in "${steps[@]}"; do
     ncu)
       rc=0
       : >"$OUT/ncu.log"
-      for t in ${NCU_TOKENS:-43 4096}; do
+      for t in ${NCU_TOKENS:-43 416 4096}; do
         # The first three grouped GEMMs of a bench run are the eager chain's gate, up and down.
-        ncu --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 \
-          --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-          --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
-          --section SchedulerStats --section InstructionStats \
-          "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits >>"$OUT/ncu.log" 2>&1 || rc=$?
+        ncu --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 --set full \
+          -o "/tmp/tpgraph-ncu-$t" -f "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits \
+          >>"$OUT/ncu.log" 2>&1 || rc=$?
+        ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page details >"$OUT/ncu-$t.txt" 2>&1 || rc=$?
+        # The source page is tens of MB: only its summary comes back.
+        ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page source --csv --print-source sass >"/tmp/tpgraph-ncu-$t.csv" 2>&1 &&
+          python3 scripts/ncu_stalls.py "/tmp/tpgraph-ncu-$t.csv" >"$OUT/ncu-stalls-$t.txt" 2>&1 || rc=$?
       done
-      grep -E "grouped_gemm|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" \
-        "$OUT/ncu.log" | head -n 80 ;;
+      grep -hE "grouped_gemm|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Registers Per|Block Limit (Reg|Shared)" \
+        "$OUT"/ncu-*.txt | head -n 80
+      grep -h "stalls:" "$OUT"/ncu-stalls-*.txt ;;
     sass)
       # Instruction mix of each grouped GEMM kernel (no disassembler on the build machine).
       cuobjdump --dump-sass "$BUILD/tpgraph" >"$OUT/sass.txt" 2>&1
