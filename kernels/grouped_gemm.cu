@@ -456,7 +456,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   if (!tile_valid) return;
   const int o = tile * 16 + g;
   const float ts = args.tensor_scale[expert];
-  float xs_cols[kN8][2];
+  float xs_cols[kN8][2];  // every scale load issues before the first store
 #pragma unroll
   for (int n = 0; n < kN8; ++n) load_xs_pair(xs_cols[n], args.xs, row_begin, block_rows, n * 8 + 2 * t);
 #pragma unroll
@@ -631,6 +631,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
         // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
         // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
         const bool release_previous = chunk > 0;
+        const std::uint32_t previous_empty = empty_bars + 8 * ((d + kWgStages - 1) % kWgStages);
         if (group_active) {
           const Fragment f = weights.get(d, round);
           const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
@@ -642,13 +643,11 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* 
             detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
             detail::wgmma_commit();
             detail::wgmma_wait<kWgPending>();
-            if (kk == kWgPending - 1 && release_previous && lane == 0) {
-              mbar_arrive(empty_bars + 8 * ((d + kWgStages - 1) % kWgStages));
-            }
+            if (kk == kWgPending - 1 && release_previous && lane == 0) mbar_arrive(previous_empty);
           }
           weights.release(d, round);
         } else if (release_previous && lane == 0) {
-          mbar_arrive(empty_bars + 8 * ((d + kWgStages - 1) % kWgStages));
+          mbar_arrive(previous_empty);
         }
       }
     }
