@@ -12,15 +12,18 @@
 // Two kernels share that scheme (docs/kernel-notes.md has the tiles and their measurements):
 //  - mma.sync (tiles of 4 or 8 warps, up to 32 routed rows): B fragments by ldmatrix. For the
 //    few-token sizes, where the decode is the work.
-//  - wgmma (tiles 128 x <=128 and 256 x <=128): warpgroups of 4 warps, each 64 weight rows; the A
-//    fragment goes from registers straight into wgmma.mma_async m64nNk16, B from shared memory by
-//    descriptor. N is the block's routed rows rounded up to 16 (an expert's rows are split evenly
-//    into blocks of at most 128), so the tensor cores do little padding. For the many-token sizes.
+//  - wgmma (tiles 128 x <=160 and 256 x <=160): warpgroups of 4 warps, each 64 weight rows; the A
+//    fragment goes from registers straight into wgmma.mma_async m64nNk16, B (routed rows, brought
+//    by tensor copies) from shared memory by descriptor. N is the block's routed rows rounded up to
+//    16 (an expert's rows are split evenly into blocks of at most 160), so the tensor cores do
+//    little padding; where K is short a block walks several row blocks with its pipelines running
+//    on. For the many-token sizes.
 //
 // Determinism and batch invariance: every output element is one fp32 accumulator updated by k16
 // MMAs in k order 0, 16, 32, ... with the same operands whatever the tile, the layout, the row's
 // position in its block or the number of tokens. wgmma and mma.sync give the same bits for the
 // same k16 steps (measured on the H200: docs/kernel-notes.md; the GPU tests compare every tile).
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -47,10 +50,11 @@ constexpr int kUnitBytes = 576;   // 16 rows x one chunk
 constexpr int kItemInts = 4;  // per block: expert, row block, first routed row, routed rows
 constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
 constexpr int ring_barrier_bytes(int stages) { return 2 * stages * 8; }  // a ring's full and empty mbarriers
-constexpr int kWgmmaMaxTokens = 128;
+constexpr int kWgmmaMaxTokens = 160;  // routed rows per wgmma block (N of m64nNk16)
+constexpr int kWgTargetChunks = 40;  // chunks a wgmma block runs at least, over several row blocks
 
 // Tiles, by GemmTile index. mma: `warps` x 16 weight rows, up to 8*n8 tokens. wgmma: `warpgroups`
-// x 64 weight rows, up to 128 tokens.
+// x 64 weight rows, up to kWgmmaMaxTokens tokens.
 struct TileSpec {
   bool wgmma;
   int n8;          // mma: n8 tiles per block (the largest variant)
@@ -62,8 +66,8 @@ constexpr std::array<TileSpec, 7> kTiles{{
     {false, 1, 1, 4, 8},  // 64 x <=8
     {false, 2, 1, 4, 8},  // 64 x <=16
     {false, 4, 1, 4, 0},  // 64 x <=32
-    {true, 0, 2, 4, 2},   // 128 x <=128
-    {true, 0, 4, 4, 1},   // 256 x <=128
+    {true, 0, 2, 4, 2},   // 128 x <=160
+    {true, 0, 4, 4, 1},   // 256 x <=160
     {false, 2, 1, 8, 4},  // 128 x <=16
     {false, 4, 1, 8, 4},  // 128 x <=32
 }};
@@ -150,6 +154,9 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
       "r"(parity)
       : "memory");
 }
+__device__ __forceinline__ void mbar_inval(std::uint32_t bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
@@ -212,6 +219,8 @@ struct WeightPipe<true> {
     bulk_copy(stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes),
               src + static_cast<std::int64_t>(group) * kPipeGroup * kUnitBytes, bytes, bars + 8 * stage);
   }
+
+  __device__ __forceinline__ void inval(int s) const { mbar_inval(bars + 8 * s); }
 
   // Chunk round * kPipeRound + d (d a constant after unrolling).
   __device__ __forceinline__ Fragment get(int d, int round) {
@@ -280,6 +289,7 @@ struct WeightPipe<false> {
       if (i < chunks) ring[i] = stream.next();
     }
   }
+  __device__ __forceinline__ void inval(int) const {}
   __device__ __forceinline__ Fragment get(int d, int) { return ring[d % kPipeRing]; }
   __device__ __forceinline__ void release(int d, int round) {
     if (round * kPipeRound + d + kPipeRing < chunks) ring[d % kPipeRing] = stream.next();
@@ -305,6 +315,16 @@ __device__ __forceinline__ void store_pair(float* y, const float (&xs_pair)[2], 
       out[8] = __fmul_rn(scale, __fmul_rn(v[2 + c], 16384.0f));
     }
   }
+}
+
+// out[0] = a and out[8] = b where `keep`; volatile, so the stores stay in program order and their
+// addresses are not computed ahead (which would hold a register pair per store).
+__device__ __forceinline__ void store_if(float* out, float a, float b, bool keep) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+      "@p st.global.f32 [%0], %1;\n@p st.global.f32 [%0+32], %2;\n}\n" ::"l"(out),
+      "f"(a), "f"(b), "r"(static_cast<int>(keep))
+      : "memory");
 }
 
 // The activation scales of routed rows col and col+1 of a block (0 past its end).
@@ -470,7 +490,8 @@ __host__ __device__ __forceinline__ int token_blocks_of(int rows, int max_tokens
 
 struct BlockWork {
   int expert;
-  int row_block;
+  int row_block;  // the first row block
+  int items;      // consecutive row blocks (wgmma tiles; 1 for mma tiles)
   int begin;  // first routed row
   int rows;   // routed rows, 1..max_tokens
 };
@@ -481,7 +502,7 @@ __device__ __forceinline__ BlockWork block_work(const GemmArgs& args, int) {
   // A plan cut for another tile would index the wrong rows: fail loudly.
   if (args.items[0] != args.tile_index) __trap();
   const int4 item = reinterpret_cast<const int4*>(args.items)[1 + blockIdx.x];
-  return BlockWork{item.x, item.y, item.z, item.w};
+  return BlockWork{item.x, item.y & 0xffff, item.y >> 16, item.z, item.w};
 }
 
 template <bool kV2, int kWarps, int kMaxN8, int kMinBlocks>
@@ -503,197 +524,393 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
 }
 
 // ---------------------------------------------------------------------------------------------
-// wgmma kernel: kWarpgroups x 64 weight rows, up to 128 routed rows.
+// wgmma kernel: kWarpgroups x 64 weight rows, up to kWgmmaMaxTokens routed rows.
 //
-// B in shared memory, per stage, in wgmma's no-swizzle K-major layout: core matrices of 8 routed
-// rows x 8 k (16 bytes per row, 128 bytes per core matrix), the 8 k-cores of a chunk 128 bytes
-// apart (leading byte offset) and 8-row groups 1024 bytes apart (stride byte offset). A k16 step
-// is two k-cores, 256 bytes on from the previous one.
+// B in shared memory, per stage: a chunk of the block's routed rows, 128 bytes each, as the tensor
+// copies write it with the 128-byte swizzle (smem_desc_sw128 reads it).
 
-constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 16 KB
+constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 20 KB, a multiple of the swizzle's 1024
 constexpr int kWgStages = 4;
 constexpr int kWgSmemBytes = kWgStages * kWgStageBytes;
 constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower: docs/kernel-notes.md)
 constexpr int kWgPending = 1;
 
-__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t address) {
-  constexpr std::uint64_t kLeading = 128 >> 4;
+// A warp's weights in the wgmma kernel: the chunks of `items` row blocks one after the other
+// (global chunk gc = item * chunks + c), item r's tile 4 * kWarpgroups tiles after item r-1's.
+template <bool kV2, int kTileStep>
+struct WgWeights;
+
+// v2: bulk copies of kPipeGroup chunks into kPipeStages stages, as WeightPipe, over the global
+// chunk sequence (a copy group may straddle two row blocks: then two copies fill the stage). The
+// chunk counts come from the caller, which holds them anyway (registers are tight here).
+template <int kTileStep>
+struct WgWeights<true, kTileStep> {
+  const std::uint8_t* first;  // item 0's tile stream
+  std::uint32_t stages;       // this warp's first stage; its barriers follow all warps' stages
+  std::uint32_t bars;
+
+  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix, int tile, int chunks, int total, int lane,
+                                       std::uint32_t pipe_base, int warp, int warps) {
+    first = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
+    stages = pipe_base + static_cast<std::uint32_t>(warp * kPipeWarpBytes);
+    bars = pipe_base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + warp * kPipeStages * 8);
+    if (total == 0) return;
+    if (lane == 0) {
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) mbar_init(bars + 8 * s, 1);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) {
+        if (s * kPipeGroup < total) issue(s, chunks, total);
+      }
+    }
+    __syncwarp();
+  }
+
+  // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * tile_step tiles on.
+  __device__ __forceinline__ void issue(int group, int chunks, int total) const {
+    const int stage = group % kPipeStages;
+    int c = group * kPipeGroup;
+    int n = min(kPipeGroup, total - c);
+    const std::uint32_t bar = bars + 8 * stage;
+    mbar_expect_tx(bar, n * kUnitBytes);
+    std::uint32_t dst = stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes);
+    int item = c / chunks;
+    int ci = c - item * chunks;
+    while (n > 0) {
+      const int m = min(n, chunks - ci);
+      bulk_copy(dst, first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes, m * kUnitBytes, bar);
+      dst += static_cast<std::uint32_t>(m * kUnitBytes);
+      n -= m;
+      ++item;
+      ci = 0;
+    }
+  }
+  // Chunk gc; s8 = gc % kPipeRound (a constant in the unrolled loop).
+  __device__ __forceinline__ Fragment get(int gc, int s8, int lane) const {
+    const int stage = s8 / kPipeGroup;
+    if (s8 % kPipeGroup == 0) mbar_wait(bars + 8 * stage, static_cast<std::uint32_t>((gc / kPipeRound) & 1));
+    const std::uint32_t unit = stages + static_cast<std::uint32_t>(s8 * kUnitBytes);
+    return Fragment{lds128(unit + 16 * lane), lds64(unit + 512 + 8 * (lane / 4))};
+  }
+  __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
+    if (s8 % kPipeGroup == kPipeGroup - 1 || gc == total - 1) {
+      __syncwarp();
+      const int next = gc / kPipeGroup + kPipeStages;
+      if (lane == 0 && next * kPipeGroup < total) issue(next, chunks, total);
+    }
+  }
+  __device__ __forceinline__ void inval(int s, int total) const {
+    if (total > 0) mbar_inval(bars + 8 * s);
+  }
+};
+
+// v1: byte gathers one chunk ahead in registers.
+template <int kTileStep>
+struct WgWeights<false, kTileStep> {
+  const std::uint8_t* matrix;
+  V1WeightStream stream;
+  Fragment ahead;
+  int tile;
+  int tile_step;
+  int chunks;
+  int total;
+  int c;  // chunk of `ahead` within its item
+  int lane;
+
+  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_,
+                                       std::uint32_t, int, int)
+      : matrix(matrix_), stream(matrix_, tile_, chunks_, lane_), tile(tile_), tile_step(kTileStep), chunks(chunks_),
+        total(total_), c(0), lane(lane_) {
+    if (total > 0) ahead = stream.next();
+  }
+  __device__ __forceinline__ Fragment get(int gc, int, int) {
+    const Fragment f = ahead;
+    if (++c == chunks) {
+      c = 0;
+      tile += tile_step;
+      stream = V1WeightStream(matrix, tile, chunks, lane);
+    }
+    if (gc + 1 < total) ahead = stream.next();
+    return f;
+  }
+  __device__ __forceinline__ void release(int, int, int, int, int) const {}
+  __device__ __forceinline__ void inval(int, int) const {}
+};
+
+// Shared memory of the wgmma kernel: the routed rows' activation scales (kWgXsBytes), the ring's
+// stages, the weight pipes, the ring's barriers. After the last chunk the last row block's outputs
+// are staged over all of it (wgmma_staged_bytes).
+constexpr int kWgXsBytes = 1024;
+constexpr int wgmma_main_bytes(int warpgroups, bool v2) {
+  return kWgXsBytes + kWgSmemBytes + (v2 ? pipe_smem_bytes(4 * warpgroups) : 0) + ring_barrier_bytes(kWgStages);
+}
+constexpr int wgmma_staged_bytes(int warpgroups) { return kWgXsBytes + kWgmmaMaxTokens * (64 * warpgroups + 4) * 4; }
+constexpr int wgmma_smem_bytes(int warpgroups, bool v2) {
+  return wgmma_main_bytes(warpgroups, v2) > wgmma_staged_bytes(warpgroups) ? wgmma_main_bytes(warpgroups, v2)
+                                                                           : wgmma_staged_bytes(warpgroups);
+}
+
+// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
+// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
+// and the weight pipes run on into the next row block while the current one is finished: its
+// outputs go straight from registers to y, except the last row block's, which are staged in shared
+// memory (free by then) and written with coalesced 16-byte stores.
+// A stage of routed rows as the tensor copies leave it: N rows of 128 bytes (one chunk), the
+// 16-byte pieces of row r swizzled by r % 8 (the 128-byte swizzle), stages 1024-byte aligned.
+// wgmma reads it K-major through a descriptor of that layout: 8-row groups 1024 bytes apart
+// (stride byte offset), the leading byte offset unused; k16 step kk starts 32 * kk bytes on.
+__device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) {
+  constexpr std::uint64_t kLeading = 1;
   constexpr std::uint64_t kStride = 1024 >> 4;
-  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32);
+  constexpr std::uint64_t kSwizzle128 = 1;
+  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) | (kSwizzle128 << 62);
 }
 
 template <bool kV2, int kWarpgroups, int kN>
-__device__ __forceinline__ void wgmma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
-                                            int row_begin, int block_rows) {
-  static_assert(kPipeRound % kWgStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
+__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+                                            int expert, int row_block0, int items, int row_begin, int block_rows) {
   static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
   static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
+  static_assert(kN <= kWgmmaMaxTokens && kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
   constexpr int kThreads = 128 * kWarpgroups;
-  constexpr int kPieces = kN * 8;
-  constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
+  constexpr int kRows = 64 * kWarpgroups;
   const int chunks = args.in_cols / kChunkElems;
+  const int total = chunks * items;
   const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const int tile = row_block * 4 * kWarpgroups + warp;
-  const bool tile_valid = tile < args.out_rows / 16;
+  const int tile0 = row_block0 * 4 * kWarpgroups + warp;
   // A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
   // 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
   // tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
-  // warpgroup), which the .aligned wgmma instructions need.
-  const bool group_active = (tile & ~3) < args.out_rows / 16;
+  // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
+  // block of its own (items == 1).
+  const bool group_active = (tile0 & ~3) < args.out_rows / 16;
   const std::uint8_t* matrix =
       args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
-  const __half* x16 = reinterpret_cast<const __half*>(args.x16_bits);
-  const std::uint32_t b_base = detail::smem_address(smem);
-  const __half* piece_src[kPiecesPerThread];
-  std::uint32_t piece_dst[kPiecesPerThread];
-  int piece_bytes[kPiecesPerThread];
-#pragma unroll
-  for (int i = 0; i < kPiecesPerThread; ++i) {
-    // Eight consecutive threads fill one core matrix (128 contiguous bytes): no bank conflicts.
-    const int p = threadIdx.x + i * kThreads;
-    const int n = (p / 64) * 8 + p % 8;
-    const int q = (p / 8) % 8;
-    const bool valid = p < kPieces && n < block_rows;
-    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : row_begin) * args.in_cols + q * 8;
-    piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>((n / 8) * 1024 + q * 128 + (n % 8) * 16)
-                               : 0xffffffffu;
-    piece_bytes[i] = valid ? 16 : 0;
-  }
-  auto load_b = [&](int stage, int rel) {  // as in mma_block
-#pragma unroll
-    for (int i = 0; i < kPiecesPerThread; ++i) {
-      if (kPieces % kThreads == 0 || piece_dst[i] != 0xffffffffu) {
-        detail::cp_async16_at(piece_dst[i] + static_cast<std::uint32_t>(stage * kWgStageBytes),
-                              piece_src[i] + rel * kChunkElems, piece_bytes[i]);
-      }
-    }
-  };
-
-  // An idle warpgroup's pipe has no chunks: it initialises nothing and issues no copies.
-  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, group_active ? chunks : 0, lane, smem + kWgSmemBytes, warp,
-                          4 * kWarpgroups);
+  float* xs_s = reinterpret_cast<float*>(smem);
+  std::uint8_t* ring = smem + kWgXsBytes;
+  const std::uint32_t b_base = detail::smem_address(ring);
+  const std::uint32_t pipe_base = b_base + static_cast<std::uint32_t>(kWgSmemBytes);
+  const int weight_chunks = group_active ? total : 0;  // an idle warpgroup's pipe has none
+  WgWeights<kV2, 4 * kWarpgroups> weights(matrix, group_active ? tile0 : 0, chunks, weight_chunks, lane, pipe_base, warp,
+                                          4 * kWarpgroups);
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 
-  // The routed-row ring runs on mbarriers, not on a block barrier per chunk: full[s] completes when
-  // every thread has copied its pieces of the stage's chunk and made them visible to wgmma (which
-  // reads through the async proxy: each thread waits for its own copies and fences before it
-  // arrives), empty[s] when every warp's wgmmas that read the stage are complete. Each thread
-  // publishes chunk c + 1 while chunk c is computed, and chunk c + kWgAhead is loaded into the
-  // stage of chunk c + kWgAhead - kWgStages, so the warpgroups drift apart by up to a chunk instead
-  // of meeting at every one. (The mma kernel keeps its block barrier: there the mbarriers' extra
-  // instructions cost more than the waits they save; docs/kernel-notes.md.)
+  // The routed-row ring: thread 0 loads each chunk with tensor copies (TMA, 16 routed rows x 64
+  // columns each, 128-byte swizzle) into a stage once empty[s] says every warp's wgmmas that read
+  // it are complete; full[s] completes when the copies have landed. Chunk gc + kWgAhead is loaded
+  // while chunk gc is computed, so the warpgroups drift apart by up to a chunk instead of meeting
+  // at every one. Rows past the block's end come with the copies (zeros past the matrix, the next
+  // expert's rows otherwise): they only feed output columns that are never stored.
   const std::uint32_t full_bars =
-      b_base + static_cast<std::uint32_t>(kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0));
+      pipe_base + static_cast<std::uint32_t>(kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0);
   const std::uint32_t empty_bars = full_bars + 8 * kWgStages;
-  if (threadIdx.x == 0) {
+  const bool producer = threadIdx.x == 0;
+  if (producer) {
 #pragma unroll
     for (int i = 0; i < kWgStages; ++i) {
-      mbar_init(full_bars + 8 * i, kThreads);
+      mbar_init(full_bars + 8 * i, 1);
       mbar_init(empty_bars + 8 * i, 4 * kWarpgroups);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();  // the ring's barriers are initialised before anyone arrives on them
-  auto publish = [&](int stage) {
-    cp_async_wait<kWgAhead - 1>();  // this thread's copies of that chunk are done (the newest may be pending)
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async wrote through the generic proxy
-    mbar_arrive(full_bars + 8 * static_cast<std::uint32_t>(stage));
+  // Per routed row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by
+  // 2^14 is exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
+  const float ts = args.tensor_scale[expert];
+  for (int n = threadIdx.x; n < kN; n += kThreads) {
+    xs_s[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts), 16384.0f) : 0.0f;
+  }
+  __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
+  const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
+  auto load_b = [&](int stage, int c) {  // thread 0: chunk c of the routed rows
+    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
+    mbar_expect_tx(bar, kN * 128);
+    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
+#pragma unroll
+    for (int r = 0; r < kN; r += 16) {
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+              dst + static_cast<std::uint32_t>(r * 128)),
+          "l"(map), "r"(c * kChunkElems), "r"(row_begin + r), "r"(bar)
+          : "memory");
+    }
   };
 
-#pragma unroll
-  for (int s = 0; s < kWgAhead; ++s) {
-    if (s < chunks) load_b(s, s);
-    cp_async_commit();
+  int load_c = 0;  // the routed-row chunk loaded next (they repeat for every row block)
+  if (producer) {
+    for (int s = 0; s < kWgAhead && s < total; ++s) {
+      load_b(s, load_c);
+      if (++load_c == chunks) load_c = 0;
+    }
   }
-  if (chunks > 0) publish(0);
-  for (int round = 0; round * kPipeRound < chunks; ++round) {
-#pragma unroll
-    for (int d = 0; d < kPipeRound; ++d) {
-      const int chunk = round * kPipeRound + d;
-      if (chunk < chunks) {
-        if (chunk + kWgAhead < chunks) {
-          const int refill = (d + kWgAhead) % kWgStages;
-          if (chunk + kWgAhead >= kWgStages) {
-            mbar_wait(empty_bars + 8 * refill, static_cast<std::uint32_t>(((chunk + kWgAhead - kWgStages) / kWgStages) & 1));
-          }
-          load_b(refill, d + kWgAhead);
+
+  int gc = 0;
+  for (int item = 0; item < items; ++item) {
+    for (int c = 0; c < chunks; ++c, ++gc) {
+      const int s = gc % kWgStages;
+      if (producer && gc + kWgAhead < total) {
+        const int refill = (gc + kWgAhead) % kWgStages;
+        if (gc + kWgAhead >= kWgStages) {
+          mbar_wait(empty_bars + 8 * refill, static_cast<std::uint32_t>(((gc + kWgAhead - kWgStages) / kWgStages) & 1));
         }
-        cp_async_commit();  // possibly empty: the group count stays one per chunk
-        if (chunk + 1 < chunks) publish((d + 1) % kWgStages);
-        mbar_wait(full_bars + 8 * (d % kWgStages), static_cast<std::uint32_t>((chunk / kWgStages) & 1));
-        // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
-        // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
-        const bool release_previous = chunk > 0;
-        const std::uint32_t previous_empty = empty_bars + 8 * ((d + kWgStages - 1) % kWgStages);
-        if (group_active) {
-          const Fragment f = weights.get(d, round);
-          const std::uint32_t stage = b_base + static_cast<std::uint32_t>((d % kWgStages) * kWgStageBytes);
+        load_b(refill, load_c);
+        if (++load_c == chunks) load_c = 0;
+      }
+      mbar_wait(full_bars + 8 * s, static_cast<std::uint32_t>((gc / kWgStages) & 1));
+      // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
+      // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
+      const bool release_previous = gc > 0;
+      const std::uint32_t previous_empty = empty_bars + 8 * ((gc + kWgStages - 1) % kWgStages);
+      if (group_active) {
+        const int s8 = gc % kPipeRound;
+        const Fragment f = weights.get(gc, s8, lane);
+        const std::uint32_t stage = b_base + static_cast<std::uint32_t>(s * kWgStageBytes);
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            std::uint32_t a[4];
-            detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
-            detail::wgmma_fence();
-            detail::Wgmma<kN>::mma(acc, a, smem_desc(stage + static_cast<std::uint32_t>(kk * 256)));
-            detail::wgmma_commit();
-            detail::wgmma_wait<kWgPending>();
-            if (kk == kWgPending - 1 && release_previous && lane == 0) mbar_arrive(previous_empty);
-          }
-          weights.release(d, round);
-        } else if (release_previous && lane == 0) {
-          mbar_arrive(previous_empty);
+        for (int kk = 0; kk < 4; ++kk) {
+          std::uint32_t a[4];
+          detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+          detail::wgmma_fence();
+          detail::Wgmma<kN>::mma(acc, a, smem_desc_sw128(stage + static_cast<std::uint32_t>(kk * 32)));
+          detail::wgmma_commit();
+          detail::wgmma_wait<kWgPending>();
+          if (kk == kWgPending - 1 && release_previous && lane == 0) mbar_arrive(previous_empty);
+        }
+        weights.release(gc, s8, chunks, total, lane);
+      } else if (release_previous && lane == 0) {
+        mbar_arrive(previous_empty);
+      }
+    }
+    if (item + 1 == items) break;
+    // A row block before the last: its outputs straight from registers (the next row block's
+    // weights and routed rows are already on their way).
+    detail::wgmma_wait<0>();
+    {
+      // One running address (the compiler would otherwise keep every store's address live).
+      float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows +
+                   (tile0 + item * 4 * kWarpgroups) * 16 + g;
+      const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int n = j * 8 + 2 * t + c;
+          const float scale = xs_s[n];
+          store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+          out += c == 0 ? step : 7 * step;
         }
       }
     }
 #pragma unroll
-    for (int i = 0; i < kPiecesPerThread; ++i) piece_src[i] += kPipeRound * kChunkElems;
+    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
   }
   detail::wgmma_wait<0>();
-  cp_async_wait<0>();
 
-  if (!tile_valid) return;
-  const float ts = args.tensor_scale[expert];
-  const int o = tile * 16 + g;
+  // The last row block: staged in shared memory as [routed row][out row] (a 16-byte pad per row:
+  // the fragment writes hit distinct banks), then 16-byte stores, each warp a whole 1 KB row.
+  constexpr int kStride = kRows + 4;
+  __syncthreads();  // every warp is done with the ring, the weight stages and their barriers
+  if (threadIdx.x < 2 * kWgStages) mbar_inval(full_bars + 8 * threadIdx.x);
+  if (kV2 && lane < kPipeStages) weights.inval(lane, weight_chunks);
+  __syncthreads();  // the barriers are retired before their memory takes outputs
+  const int row_block = row_block0 + items - 1;
+  const int tile = tile0 + (items - 1) * 4 * kWarpgroups;
+  float* staged = reinterpret_cast<float*>(ring);
+  if (tile < args.out_rows / 16) {
+    const int ol = warp * 16 + g;
 #pragma unroll
-  for (int j = 0; j < kN / 8; ++j) {
-    const float v[4] = {acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]};
-    float xs_pair[2];
-    load_xs_pair(xs_pair, args.xs, row_begin, block_rows, j * 8 + 2 * t);
-    store_pair(args.y, xs_pair, ts, row_begin, block_rows, args.out_rows, o, j * 8 + 2 * t, v);
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int n = j * 8 + 2 * t + c;
+        const float scale = xs_s[n];
+        float* out = staged + n * kStride + ol;
+        out[0] = __fmul_rn(scale, acc[4 * j + c]);
+        out[8] = __fmul_rn(scale, acc[4 * j + 2 + c]);
+      }
+    }
+  }
+  __syncthreads();
+  const int cols = min(kRows, args.out_rows - row_block * kRows);
+  float* y0 = args.y + static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
+#pragma unroll
+    for (int h = 0; h < kRows / 128; ++h) {
+      const int col = h * 128 + lane * 4;
+      if (col < cols) {
+        const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
+        *reinterpret_cast<float4*>(y0 + static_cast<std::int64_t>(n) * args.out_rows + col) = v;
+      }
+    }
   }
 }
 
 template <bool kV2, int kWarpgroups, int kMinBlocks>
-__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wgmma_kernel(const GemmArgs args) {
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks) grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   const BlockWork w = block_work(args, kWgmmaMaxTokens);
   const int expert = w.expert;
   const int row_block = w.row_block;
+  const int items = w.items;
   const int begin = w.begin;
   const int rows = w.rows;
   switch ((rows + 15) / 16) {
-    case 1: return wgmma_block<kV2, kWarpgroups, 16>(args, wg_smem, expert, row_block, begin, rows);
-    case 2: return wgmma_block<kV2, kWarpgroups, 32>(args, wg_smem, expert, row_block, begin, rows);
-    case 3: return wgmma_block<kV2, kWarpgroups, 48>(args, wg_smem, expert, row_block, begin, rows);
-    case 4: return wgmma_block<kV2, kWarpgroups, 64>(args, wg_smem, expert, row_block, begin, rows);
-    case 5: return wgmma_block<kV2, kWarpgroups, 80>(args, wg_smem, expert, row_block, begin, rows);
-    case 6: return wgmma_block<kV2, kWarpgroups, 96>(args, wg_smem, expert, row_block, begin, rows);
-    case 7: return wgmma_block<kV2, kWarpgroups, 112>(args, wg_smem, expert, row_block, begin, rows);
-    case 8: return wgmma_block<kV2, kWarpgroups, 128>(args, wg_smem, expert, row_block, begin, rows);
+    case 1: return wgmma_block<kV2, kWarpgroups, 16>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 2: return wgmma_block<kV2, kWarpgroups, 32>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 3: return wgmma_block<kV2, kWarpgroups, 48>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 4: return wgmma_block<kV2, kWarpgroups, 64>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 5: return wgmma_block<kV2, kWarpgroups, 80>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 6: return wgmma_block<kV2, kWarpgroups, 96>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 7: return wgmma_block<kV2, kWarpgroups, 112>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 8: return wgmma_block<kV2, kWarpgroups, 128>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 9: return wgmma_block<kV2, kWarpgroups, 144>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 10: return wgmma_block<kV2, kWarpgroups, 160>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
     default: __trap();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 
+// The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernel's
+// copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row.
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                              const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // The driver's entry point, found once (the project does not link libcuda itself).
+  static const Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    detail::check_call(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found),
+                       "grouped_gemm: cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw std::runtime_error("grouped_gemm: the driver has no cuTensorMapEncodeTiled (tensor copies need CUDA 12 or later)");
+    }
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
+  const cuuint32_t box[2] = {kChunkElems, 16};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult status = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides,
+                                 box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS) {
+    throw std::runtime_error("grouped_gemm: cuTensorMapEncodeTiled failed (" + std::to_string(static_cast<int>(status)) +
+                             ") for " + std::to_string(rows) + " x " + std::to_string(cols) + " routed rows");
+  }
+  return map;
+}
+
 template <bool kV2, int kTile>
-void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
+void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
   if constexpr (spec.wgmma) {
 #ifdef TPGRAPH_NO_WGMMA
@@ -701,10 +918,10 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
                                 " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
 #endif
     auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.min_blocks>;
-    constexpr int smem = kWgSmemBytes + (kV2 ? pipe_smem_bytes(4 * spec.warpgroups) : 0) +
-                           ring_barrier_bytes(kWgStages);
+    constexpr int smem = wgmma_smem_bytes(spec.warpgroups, kV2);
     detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
-    kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args);
+    const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
+    kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args, map);
   } else {
     // The largest variant's routed-row ring, then the weight pipes.
     constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(spec.warps) : 0);
@@ -718,16 +935,16 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
 }
 
 template <bool kV2>
-void launch_layout(const GemmArgs& args, int tile, int grid, cudaStream_t stream) {
+void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, cudaStream_t stream) {
   static_assert(kTiles.size() == 7);
   switch (tile) {
-    case 0: return launch_tile<kV2, 0>(args, grid, stream);
-    case 1: return launch_tile<kV2, 1>(args, grid, stream);
-    case 2: return launch_tile<kV2, 2>(args, grid, stream);
-    case 3: return launch_tile<kV2, 3>(args, grid, stream);
-    case 4: return launch_tile<kV2, 4>(args, grid, stream);
-    case 5: return launch_tile<kV2, 5>(args, grid, stream);
-    case 6: return launch_tile<kV2, 6>(args, grid, stream);
+    case 0: return launch_tile<kV2, 0>(args, rows, grid, stream);
+    case 1: return launch_tile<kV2, 1>(args, rows, grid, stream);
+    case 2: return launch_tile<kV2, 2>(args, rows, grid, stream);
+    case 3: return launch_tile<kV2, 3>(args, rows, grid, stream);
+    case 4: return launch_tile<kV2, 4>(args, rows, grid, stream);
+    case 5: return launch_tile<kV2, 5>(args, rows, grid, stream);
+    case 6: return launch_tile<kV2, 6>(args, rows, grid, stream);
     default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " out of range");
   }
 }
@@ -786,14 +1003,31 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
     plan.items.push_back(c);
     plan.items.push_back(d);
   };
+  // Row-block ranges: a wgmma block walks several consecutive full row blocks of an expert when K
+  // is short (at least kWgTargetChunks chunks per block), so its pipelines run across them; a
+  // partial last row block (idle warpgroups) is a range of its own. mma blocks: one row block.
+  const int chunks = in_cols / kChunkElems;
+  const int full_blocks = out_rows / shape.block_rows();
+  std::vector<std::pair<int, int>> ranges;  // first row block, count
+  if (shape.wgmma && full_blocks > 0) {
+    const int per = std::clamp((kWgTargetChunks + chunks - 1) / chunks, 1, full_blocks);
+    const int count = (full_blocks + per - 1) / per;
+    for (int r = 0; r < count; ++r) {
+      const int first = r * full_blocks / count;
+      ranges.emplace_back(first, (r + 1) * full_blocks / count - first);
+    }
+    if (row_blocks > full_blocks) ranges.emplace_back(full_blocks, 1);
+  } else {
+    for (int rb = 0; rb < row_blocks; ++rb) ranges.emplace_back(rb, 1);
+  }
   push4(tile, 0, 0, 0);  // header: 16 bytes, so items stay aligned
   for (const int a : order) {
     const int token_blocks = token_blocks_of(rows_of(a), shape.block_tokens());
-    for (int rb = 0; rb < row_blocks; ++rb) {
+    for (const auto& [first, count] : ranges) {
       for (int tb = 0; tb < token_blocks; ++tb) {
         const int begin = routing.offsets[static_cast<std::size_t>(a)] + tb * rows_of(a) / token_blocks;
         const int end = routing.offsets[static_cast<std::size_t>(a)] + (tb + 1) * rows_of(a) / token_blocks;
-        push4(routing.active_experts[static_cast<std::size_t>(a)], rb, begin, end - begin);
+        push4(routing.active_experts[static_cast<std::size_t>(a)], first | (count << 16), begin, end - begin);
       }
     }
   }
@@ -807,13 +1041,12 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
     throw std::invalid_argument("grouped_gemm: weights " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                                 "; rows must be a multiple of 16 and cols of 64");
   }
-  static_cast<void>(routing);  // the plan carries each block's experts and rows
   if (plan.grid <= 0) return;  // no routed rows: nothing to write
   const GemmArgs args{x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, plan.items, plan.tile, y};
   if (w.layout == Layout::v2) {
-    launch_layout<true>(args, plan.tile, plan.grid, stream);
+    launch_layout<true>(args, routing.n_rows, plan.tile, plan.grid, stream);
   } else {
-    launch_layout<false>(args, plan.tile, plan.grid, stream);
+    launch_layout<false>(args, routing.n_rows, plan.tile, plan.grid, stream);
   }
 }
 

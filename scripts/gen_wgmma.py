@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes kernels/wgmma_ops.cuh: wgmma.mma_async m64nNk16 (f32 += f16 x f16, A from registers,
-B from a shared-memory descriptor) for N = 16, 32, ..., 128. Inline PTX needs one operand per
+B from a shared-memory descriptor) for N = 16, 32, ..., 160. Inline PTX needs one operand per
 accumulator register, so the wrappers are generated rather than written by hand.
 Run: scripts/gen_wgmma.py > kernels/wgmma_ops.cuh"""
 
@@ -30,7 +30,7 @@ __device__ __forceinline__ void wgmma_wait() {
 template <int N>
 struct Wgmma;
 """)
-for n in range(16, 129, 16):
+for n in range(16, 161, 16):
     regs = n // 2
     d = ",".join(f"%{i}" for i in range(regs))
     a = ",".join(f"%{regs + i}" for i in range(4))

@@ -207,22 +207,25 @@ TEST_CASE("experts with 0, 1 and tile-misaligned row counts, every tile and layo
   // Find batches whose routing has the row counts that stress the tiling: an inactive expert, an
   // expert with one row, one whose rows end mid-tile, and (second batch) one spanning several
   // 64-row token blocks with a ragged end.
-  auto find = [](int experts, int top_k, int t_from, int t_to, auto&& wanted) {
+  auto find = [](int experts, int top_k, int hidden, int ff, int t_from, int t_to, auto&& wanted) {
     for (int t = t_from; t <= t_to; ++t) {
-      const Geometry g = small_geometry(experts, top_k, 128, 64, t);
+      const Geometry g = small_geometry(experts, top_k, hidden, ff, t);
       if (wanted(row_counts(build_routing(g)))) return g;
     }
     FAIL("no batch in the searched range has the row counts the test needs");
     return Geometry{};
   };
-  const Geometry sparse = find(64, 2, 2, 400, [](const std::vector<int>& rows) {
+  const Geometry sparse = find(64, 2, 128, 64, 2, 400, [](const std::vector<int>& rows) {
     const bool zero = std::count(rows.begin(), rows.end(), 0) > 0;
     const bool one = std::count(rows.begin(), rows.end(), 1) > 0;
     const bool ragged = std::any_of(rows.begin(), rows.end(), [](int n) { return n > 8 && n % 8 != 0; });
     return zero && one && ragged;
   });
-  const Geometry dense = find(8, 2, 300, 700, [](const std::vector<int>& rows) {
-    return std::any_of(rows.begin(), rows.end(), [](int n) { return n > 128 && n % 64 != 0 && n % 8 != 0; });
+  // Dense: hidden 1024 and ff 192 (3 chunks), so the down GEMM's wgmma blocks walk several row
+  // blocks whose weight copies straddle them, and an expert needs two wgmma token blocks.
+  const int wgmma_tokens = kernels::gemm_tile(4).block_tokens();
+  const Geometry dense = find(8, 2, 1024, 192, 300, 900, [&](const std::vector<int>& rows) {
+    return std::any_of(rows.begin(), rows.end(), [&](int n) { return n > wgmma_tokens && n % 64 != 0 && n % 8 != 0; });
   });
   for (const Geometry& g : {sparse, dense}) {
     DYNAMIC_SECTION("E=" << g.experts << " k=" << g.top_k << " t=" << g.tokens) {

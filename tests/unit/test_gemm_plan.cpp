@@ -1,0 +1,110 @@
+// The grouped GEMM's work list (plan_grouped_gemm, host code): every (expert, row block, routed
+// row) is computed by exactly one block, whatever the tile, and the blocks' fields stay in range.
+#include "catch.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include "core/router.hpp"
+#include "kernels/kernels.hpp"
+
+using namespace tpgraph;
+
+namespace {
+
+struct Item {
+  int expert;
+  int row_block;  // first row block
+  int row_blocks;
+  int begin;
+  int rows;
+};
+
+std::vector<Item> decode(const kernels::GemmPlan& plan) {
+  REQUIRE(plan.items.size() == static_cast<std::size_t>(plan.grid + 1) * 4);
+  REQUIRE(plan.items[0] == plan.tile);  // the header names the tile the plan was cut for
+  std::vector<Item> out;
+  for (int b = 0; b < plan.grid; ++b) {
+    const auto* p = plan.items.data() + 4 * (b + 1);
+    out.push_back(Item{p[0], p[1] & 0xffff, p[1] >> 16, p[2], p[3]});
+  }
+  return out;
+}
+
+// Per (row block, routed row): how many blocks compute it.
+void check_cover(const Routing& r, int out_rows, int in_cols, int tile) {
+  const kernels::GemmTile shape = kernels::gemm_tile(tile);
+  const int row_blocks = (out_rows + shape.block_rows() - 1) / shape.block_rows();
+  const auto plan = kernels::plan_grouped_gemm(r, out_rows, in_cols, tile);
+  const auto items = decode(plan);
+  std::vector<int> expert_of_row(static_cast<std::size_t>(r.n_pairs()), -1);
+  for (int a = 0; a < r.n_active(); ++a) {
+    for (int row = r.offsets[static_cast<std::size_t>(a)]; row < r.offsets[static_cast<std::size_t>(a) + 1]; ++row) {
+      expert_of_row[static_cast<std::size_t>(row)] = r.active_experts[static_cast<std::size_t>(a)];
+    }
+  }
+  std::vector<int> hits(static_cast<std::size_t>(row_blocks) * static_cast<std::size_t>(r.n_pairs()), 0);
+  std::int64_t bad_items = 0;
+  for (const Item& it : items) {
+    const bool fields_ok = it.rows >= 1 && it.rows <= shape.block_tokens() && it.row_blocks >= 1 &&
+                           it.row_block >= 0 && it.row_block + it.row_blocks <= row_blocks &&
+                           (shape.wgmma || it.row_blocks == 1) &&
+                           // several row blocks only where all are full (no idle warpgroups)
+                           (it.row_blocks == 1 || (it.row_block + it.row_blocks) * shape.block_rows() <= out_rows) &&
+                           it.begin >= 0 && it.begin + it.rows <= r.n_pairs();
+    if (!fields_ok) {
+      ++bad_items;
+      continue;
+    }
+    for (int row = it.begin; row < it.begin + it.rows; ++row) {
+      if (expert_of_row[static_cast<std::size_t>(row)] != it.expert) ++bad_items;  // one expert's rows only
+      for (int rb = it.row_block; rb < it.row_block + it.row_blocks; ++rb) {
+        ++hits[static_cast<std::size_t>(rb) * static_cast<std::size_t>(r.n_pairs()) + static_cast<std::size_t>(row)];
+      }
+    }
+  }
+  CHECK(bad_items == 0);
+  std::int64_t wrong = 0;
+  for (const int h : hits) wrong += h != 1;
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the grouped GEMM plan computes every output exactly once, every tile", "[plan]") {
+  for (const int t : {1, 43, 416, 4096}) {
+    Geometry g;
+    g.tokens = t;
+    const Routing r = build_routing(g);
+    for (int tile = 0; tile < kernels::gemm_tile_count(); ++tile) {
+      DYNAMIC_SECTION("t=" << t << " tile " << tile) {
+        check_cover(r, g.ff, g.hidden, tile);  // gate and up: 640 rows, a partial last row block
+        check_cover(r, g.hidden, g.ff, tile);  // down: 4096 rows, K = 640 (ten chunks)
+      }
+    }
+  }
+}
+
+TEST_CASE("wgmma blocks walk several row blocks where K is short", "[plan]") {
+  Geometry g;
+  g.tokens = 4096;
+  const Routing r = build_routing(g);
+  const int tile = kernels::choose_gemm_tile(r.n_pairs(), r.n_active(), g.hidden);
+  REQUIRE(kernels::gemm_tile(tile).wgmma);
+  const auto down = decode(kernels::plan_grouped_gemm(r, g.hidden, g.ff, tile));
+  const auto gate = decode(kernels::plan_grouped_gemm(r, g.ff, g.hidden, tile));
+  // Down (ten chunks per row block): several row blocks per block, so fewer blocks than
+  // (expert, row block) pairs; gate (64 chunks): one row block each.
+  CHECK(down.size() < static_cast<std::size_t>(r.n_active()) * (g.hidden / kernels::gemm_tile(tile).block_rows()));
+  for (const Item& it : down) CHECK(it.row_blocks > 1);
+  for (const Item& it : gate) CHECK(it.row_blocks == 1);
+  // An expert's rows are split into as few token blocks as the tile allows: ceil(rows / tokens).
+  std::size_t expected = 0;
+  for (int a = 0; a < r.n_active(); ++a) {
+    const int rows = r.offsets[static_cast<std::size_t>(a) + 1] - r.offsets[static_cast<std::size_t>(a)];
+    const int tokens = kernels::gemm_tile(tile).block_tokens();
+    expected += static_cast<std::size_t>((rows + tokens - 1) / tokens);
+  }
+  const int gate_row_blocks = (g.ff + kernels::gemm_tile(tile).block_rows() - 1) / kernels::gemm_tile(tile).block_rows();
+  CHECK(gate.size() == expected * static_cast<std::size_t>(gate_row_blocks));
+}
