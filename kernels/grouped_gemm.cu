@@ -119,15 +119,15 @@ struct V1WeightStream {
   }
 };
 
-// A warp's weights, chunk after chunk, kPipeRound chunks per unrolled round (chunk = round *
-// kPipeRound + d).
+// A warp's weights in the mma kernel, chunk after chunk, kPipeRound chunks per unrolled round
+// (chunk = round * kPipeRound + d).
 //  v2: the warp's tile is one contiguous stream of 576-byte units, so kPipeGroup units at a time
 //      come with one bulk asynchronous copy (the Tensor Memory Accelerator) into one of the warp's
 //      kPipeStages shared-memory stages, each with an mbarrier; the lanes wait on the barrier and
 //      read their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight
-//      without occupying the load units or registers. The copies are issued by the warp's lane 0,
-//      or (block_issued) by BlockWeightCopies.
+//      without occupying the load units or registers. BlockWeightCopies issues the copies.
 //  v1: byte gathers from the row-major rows straight into a register ring kPipeRing chunks deep.
+// The wgmma kernel's warps issue their own copies, across row blocks (WgWeights).
 constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
 constexpr int kPipeStages = 2;                                         // bulk copies in flight per warp
 constexpr int kPipeRound = kPipeGroup * kPipeStages;                   // 8 chunks
@@ -181,46 +181,19 @@ struct WeightPipe;
 
 template <>
 struct WeightPipe<true> {
-  const std::uint8_t* src;  // the warp's tile stream
-  std::uint32_t stages;     // this warp's first stage
-  std::uint32_t bars;       // this warp's first barrier
-  int chunks;
-  int groups;
+  std::uint32_t stages;  // this warp's first stage
+  std::uint32_t bars;    // this warp's first barrier
   int lane;
-  bool block_issued;
 
   // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
-  // `block_issued`: BlockWeightCopies fills this warp's stages; the warp only waits and reads.
-  __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane_, std::uint8_t* pipe_smem,
-                                        int warp, int warps, bool block_issued_ = false)
-      : chunks(chunks_), groups((chunks_ + kPipeGroup - 1) / kPipeGroup), lane(lane_), block_issued(block_issued_) {
-    src = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
+  // BlockWeightCopies fills the stages; the warp only waits and reads.
+  __device__ __forceinline__ WeightPipe(const std::uint8_t*, int, int, int lane_, std::uint8_t* pipe_smem, int warp,
+                                        int warps)
+      : lane(lane_) {
     const std::uint32_t base = detail::smem_address(pipe_smem);
     stages = base + static_cast<std::uint32_t>(warp * kPipeWarpBytes);
     bars = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + warp * kPipeStages * 8);
-    if (block_issued) return;
-    if (lane == 0) {
-#pragma unroll
-      for (int s = 0; s < kPipeStages; ++s) mbar_init(bars + 8 * s, 1);
-      // The barriers' initialisation is visible to the copy engine before its first complete_tx.
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#pragma unroll
-      for (int s = 0; s < kPipeStages; ++s) {
-        if (s < groups) issue(s);
-      }
-    }
-    __syncwarp();
   }
-
-  __device__ __forceinline__ void issue(int group) {
-    const int stage = group % kPipeStages;
-    const int bytes = min(kPipeGroup, chunks - group * kPipeGroup) * kUnitBytes;
-    mbar_expect_tx(bars + 8 * stage, bytes);
-    bulk_copy(stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes),
-              src + static_cast<std::int64_t>(group) * kPipeGroup * kUnitBytes, bytes, bars + 8 * stage);
-  }
-
-  __device__ __forceinline__ void inval(int s) const { mbar_inval(bars + 8 * s); }
 
   // Chunk round * kPipeRound + d (d a constant after unrolling).
   __device__ __forceinline__ Fragment get(int d, int round) {
@@ -229,16 +202,7 @@ struct WeightPipe<true> {
     const std::uint32_t unit = stages + static_cast<std::uint32_t>((stage * kPipeGroup + d % kPipeGroup) * kUnitBytes);
     return Fragment{lds128(unit + 16 * lane), lds64(unit + 512 + 8 * (lane / 4))};
   }
-
-  // After the fragment of chunk (round, d) has been used: refill its stage once the group is done.
-  __device__ __forceinline__ void release(int d, int round) {
-    if (block_issued) return;
-    if (d % kPipeGroup == kPipeGroup - 1 || round * kPipeRound + d == chunks - 1) {
-      __syncwarp();
-      const int next = round * kPipeStages + d / kPipeGroup + kPipeStages;
-      if (lane == 0 && next < groups) issue(next);
-    }
-  }
+  __device__ __forceinline__ void release(int, int) {}
 };
 
 // The mma kernel's warps meet at a barrier every chunk anyway, so there one thread issues every
@@ -282,7 +246,7 @@ struct WeightPipe<false> {
   int chunks;
 
   __device__ __forceinline__ WeightPipe(const std::uint8_t* matrix, int tile, int chunks_, int lane, std::uint8_t*,
-                                        int, int, bool = false)
+                                        int, int)
       : stream(matrix, tile, chunks_, lane), chunks(chunks_) {
 #pragma unroll
     for (int i = 0; i < kPipeRing; ++i) {
@@ -403,7 +367,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
   // nothing: no branch in the loop.
   std::uint8_t* pipe_smem = smem + kBStages * kStageBytes;
-  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipe_smem, warp, kWarps, true);
+  WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipe_smem, warp, kWarps);
   const BlockWeightCopies copies{matrix,      row_block * kWarps,
                                  args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup,
                                  detail::smem_address(pipe_smem), kWarps};
