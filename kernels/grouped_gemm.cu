@@ -253,7 +253,6 @@ struct WeightPipe<false> {
       if (i < chunks) ring[i] = stream.next();
     }
   }
-  __device__ __forceinline__ void inval(int) const {}
   __device__ __forceinline__ Fragment get(int d, int) { return ring[d % kPipeRing]; }
   __device__ __forceinline__ void release(int d, int round) {
     if (round * kPipeRound + d + kPipeRing < chunks) ring[d % kPipeRing] = stream.next();
@@ -532,7 +531,7 @@ struct WgWeights<true, kTileStep> {
     __syncwarp();
   }
 
-  // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * tile_step tiles on.
+  // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * kTileStep tiles on.
   __device__ __forceinline__ void issue(int group, int chunks, int total) const {
     const int stage = group % kPipeStages;
     int c = group * kPipeGroup;
@@ -577,7 +576,6 @@ struct WgWeights<false, kTileStep> {
   V1WeightStream stream;
   Fragment ahead;
   int tile;
-  int tile_step;
   int chunks;
   int total;
   int c;  // chunk of `ahead` within its item
@@ -585,15 +583,15 @@ struct WgWeights<false, kTileStep> {
 
   __device__ __forceinline__ WgWeights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_,
                                        std::uint32_t, int, int)
-      : matrix(matrix_), stream(matrix_, tile_, chunks_, lane_), tile(tile_), tile_step(kTileStep), chunks(chunks_),
-        total(total_), c(0), lane(lane_) {
+      : matrix(matrix_), stream(matrix_, tile_, chunks_, lane_), tile(tile_), chunks(chunks_), total(total_), c(0),
+        lane(lane_) {
     if (total > 0) ahead = stream.next();
   }
   __device__ __forceinline__ Fragment get(int gc, int, int) {
     const Fragment f = ahead;
     if (++c == chunks) {
       c = 0;
-      tile += tile_step;
+      tile += kTileStep;
       stream = V1WeightStream(matrix, tile, chunks, lane);
     }
     if (gc + 1 < total) ahead = stream.next();
@@ -616,11 +614,6 @@ constexpr int wgmma_smem_bytes(int warpgroups, bool v2) {
                                                                            : wgmma_staged_bytes(warpgroups);
 }
 
-// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
-// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
-// and the weight pipes run on into the next row block while the current one is finished: its
-// outputs go straight from registers to y, except the last row block's, which are staged in shared
-// memory (free by then) and written with coalesced 16-byte stores.
 // A stage of routed rows as the tensor copies leave it: N rows of 128 bytes (one chunk), the
 // 16-byte pieces of row r swizzled by r % 8 (the 128-byte swizzle), stages 1024-byte aligned.
 // wgmma reads it K-major through a descriptor of that layout: 8-row groups 1024 bytes apart
@@ -632,6 +625,11 @@ __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) 
   return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) | (kSwizzle128 << 62);
 }
 
+// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
+// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
+// and the weight pipes run on into the next row block while the current one is finished: its
+// outputs go straight from registers to y, except the last row block's, which are staged in shared
+// memory (free by then) and written with coalesced 16-byte stores.
 template <bool kV2, int kWarpgroups, int kN>
 __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
                                             int expert, int row_block0, int items, int row_begin, int block_rows) {
