@@ -290,13 +290,6 @@ __device__ __forceinline__ void store_if(float* out, float a, float b, bool keep
       : "memory");
 }
 
-// The activation scales of routed rows col and col+1 of a block (0 past its end).
-__device__ __forceinline__ void load_xs_pair(float (&xs_pair)[2], const float* xs, std::int64_t row_begin, int block_rows,
-                                             int col) {
-#pragma unroll
-  for (int c = 0; c < 2; ++c) xs_pair[c] = col + c < block_rows ? xs[row_begin + col + c] : 0.0f;
-}
-
 struct GemmArgs {
   const std::uint16_t* x16_bits;
   const float* xs;
@@ -314,6 +307,15 @@ struct GemmArgs {
 
 constexpr int kBRowStride = 144;  // 128 bytes + 16 of padding: ldmatrix rows hit distinct banks
 constexpr int mma_stage_bytes(int n8) { return 8 * n8 * kBRowStride; }
+
+// Shared memory of the mma kernel: the routed-row ring (sized for kMaxN8), the weight pipes (v2),
+// the routed rows' activation scales.
+constexpr int mma_xs_offset(int max_n8, bool v2, int warps) {
+  return kBStages * mma_stage_bytes(max_n8) + (v2 ? pipe_smem_bytes(warps) : 0);
+}
+constexpr int mma_smem_bytes(int max_n8, bool v2, int warps) {
+  return mma_xs_offset(max_n8, v2, warps) + 8 * max_n8 * 4;
+}
 
 template <bool kV2, int kWarps, int kN8>
 __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
@@ -408,6 +410,15 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
     }
   };
 
+  // The routed rows' activation scales, for the epilogue: copied with the first ring group, so they
+  // are in shared memory (zeros past the block's rows) when the last chunk is done (the global
+  // loads right before the stores were 4.5% of the down GEMM's stall samples at t=416).
+  float* xs_s = reinterpret_cast<float*>(smem + mma_xs_offset(kN8, kV2, kWarps));
+  if (threadIdx.x < kBlockTokens) {
+    const int n = threadIdx.x;
+    detail::cp_async4_at(detail::smem_address(xs_s + n), args.xs + row_begin + (n < block_rows ? n : 0),
+                         n < block_rows ? 4 : 0);
+  }
 #pragma unroll
   for (int s = 0; s < kBStages - 1; ++s) {
     if (s < chunks) load_b(s, s);
@@ -441,7 +452,10 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   const float ts = args.tensor_scale[expert];
   float xs_cols[kN8][2];  // every scale load issues before the first store
 #pragma unroll
-  for (int n = 0; n < kN8; ++n) load_xs_pair(xs_cols[n], args.xs, row_begin, block_rows, n * 8 + 2 * t);
+  for (int n = 0; n < kN8; ++n) {
+    xs_cols[n][0] = xs_s[n * 8 + 2 * t];
+    xs_cols[n][1] = xs_s[n * 8 + 2 * t + 1];
+  }
 #pragma unroll
   for (int n = 0; n < kN8; ++n) store_pair(args.y, xs_cols[n], ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
 }
@@ -636,7 +650,6 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
   static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
   static_assert(kN <= kWgmmaMaxTokens && kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
-  constexpr int kThreads = 128 * kWarpgroups;
   constexpr int kRows = 64 * kWarpgroups;
   const int chunks = args.in_cols / kChunkElems;
   const int total = chunks * items;
@@ -665,12 +678,16 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 
-  // The routed-row ring: thread 0 loads each chunk with tensor copies (TMA, 16 routed rows x 64
+  // The routed-row ring: one thread loads each chunk with tensor copies (TMA, 16 routed rows x 64
   // columns each, 128-byte swizzle) into a stage once empty[s] says every warp's wgmmas that read
   // it are complete; full[s] completes when the copies have landed. Chunk gc + kWgAhead is loaded
   // while chunk gc is computed, so the warpgroups drift apart by up to a chunk instead of meeting
-  // at every one. Rows past the block's end come with the copies (zeros past the matrix, the next
-  // expert's rows otherwise): they only feed output columns that are never stored.
+  // at every one. The loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone
+  // as the producer, warp 0 carried an empty wait and N/16 copies per chunk on top of its share
+  // of the math, every other warp waited for its copies (28% of the stall samples on full[s]),
+  // and gate took 504 us instead of 476 at t=4096 (docs/kernel-notes.md, session 5). Rows past
+  // the block's end come with the copies (zeros past the matrix, the next expert's rows
+  // otherwise): they only feed output columns that are never stored.
   const std::uint32_t full_bars =
       pipe_base + static_cast<std::uint32_t>(kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0);
   const std::uint32_t empty_bars = full_bars + 8 * kWgStages;
@@ -686,12 +703,12 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   // Per routed row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by
   // 2^14 is exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
   const float ts = args.tensor_scale[expert];
-  for (int n = threadIdx.x; n < kN; n += kThreads) {
+  for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
     xs_s[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts), 16384.0f) : 0.0f;
   }
   __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
-  auto load_b = [&](int stage, int c) {  // thread 0: chunk c of the routed rows
+  auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
     const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
     mbar_expect_tx(bar, kN * 128);
     const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
@@ -712,19 +729,23 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       if (++load_c == chunks) load_c = 0;
     }
   }
+  // Every warp tracks the chunk loaded next: after the first ones (thread 0), the warps take turns
+  // to issue the copies (chunk gc + kWgAhead by warp gc % warps).
+  load_c = kWgAhead % chunks;
 
   int gc = 0;
   for (int item = 0; item < items; ++item) {
     for (int c = 0; c < chunks; ++c, ++gc) {
       const int s = gc % kWgStages;
-      if (producer && gc + kWgAhead < total) {
+      const bool issuer = lane == 0 && warp == gc % (4 * kWarpgroups);
+      if (issuer && gc + kWgAhead < total) {
         const int refill = (gc + kWgAhead) % kWgStages;
         if (gc + kWgAhead >= kWgStages) {
           mbar_wait(empty_bars + 8 * refill, static_cast<std::uint32_t>(((gc + kWgAhead - kWgStages) / kWgStages) & 1));
         }
         load_b(refill, load_c);
-        if (++load_c == chunks) load_c = 0;
       }
+      if (++load_c == chunks) load_c = 0;
       mbar_wait(full_bars + 8 * s, static_cast<std::uint32_t>((gc / kWgStages) & 1));
       // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
       // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
@@ -886,7 +907,7 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
     kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args, map);
   } else {
     // The largest variant's routed-row ring, then the weight pipes.
-    constexpr int smem = kBStages * mma_stage_bytes(spec.n8) + (kV2 ? pipe_smem_bytes(spec.warps) : 0);
+    constexpr int smem = mma_smem_bytes(spec.n8, kV2, spec.warps);
     // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
     constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
     auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
@@ -924,12 +945,15 @@ GemmTile gemm_tile(int index) {
   return GemmTile{spec_rows(s), spec_tokens(s), s.wgmma};
 }
 
-int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows) {
+int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows, int in_cols) {
   const double per_expert =
       active_experts > 0 ? static_cast<double>(routed_rows) / static_cast<double>(active_experts) : 0.0;
   // From bench --all-tiles on the H200 (docs/kernel-notes.md).
   if (per_expert <= 6.0) return 1;
-  if (per_expert <= 12.0) return 2;
+  // Short K (the down GEMM, K = 640: ten chunks a block): 128-row blocks halve the block starts
+  // (t=416: down 170.8 us against 174.0 with 64 rows; gate and up, K = 4096, prefer 64 rows).
+  const bool short_k = in_cols <= 1024 && out_rows % 128 == 0;
+  if (per_expert <= 12.0) return short_k ? 6 : 2;
   if (per_expert <= 40.0) return out_rows % 128 == 0 ? 6 : 2;
 #ifdef TPGRAPH_NO_WGMMA
   return out_rows % 128 == 0 ? 6 : 2;  // no sm_90a code in this build: the best mma.sync tile
@@ -940,7 +964,7 @@ int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows)
 
 GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols) {
   return plan_grouped_gemm(routing, out_rows, in_cols,
-                           choose_gemm_tile(routing.n_pairs(), routing.n_active(), out_rows));
+                           choose_gemm_tile(routing.n_pairs(), routing.n_active(), out_rows, in_cols));
 }
 
 GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile) {
@@ -1014,7 +1038,7 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
 
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
                   const std::int32_t* plan_items, int plan_grid, float* y, Stream stream) {
-  const DeviceGemmPlan plan{plan_items, plan_grid, choose_gemm_tile(routing.n_rows, routing.n_active, w.rows)};
+  const DeviceGemmPlan plan{plan_items, plan_grid, choose_gemm_tile(routing.n_rows, routing.n_active, w.rows, w.cols)};
   grouped_gemm(x16, xs, w, routing, plan, y, stream);
 }
 

@@ -62,8 +62,8 @@ struct GemmTile {
 };
 [[nodiscard]] int gemm_tile_count();
 [[nodiscard]] GemmTile gemm_tile(int index);
-// The tile plan_grouped_gemm picks from the routed rows per active expert and the output rows.
-[[nodiscard]] int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows);
+// The tile plan_grouped_gemm picks from the routed rows per active expert and the weights' shape.
+[[nodiscard]] int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows, int in_cols);
 // A plan cut for a given tile (bench compares them).
 [[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile);
 

@@ -105,6 +105,11 @@ __device__ __forceinline__ void cp_async16_at(std::uint32_t smem_address, const 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
                : "memory");
 }
+// 4 bytes; zeros where bytes_valid is 0 (cp.async.ca: the 4-byte size has no .cg form).
+__device__ __forceinline__ void cp_async4_at(std::uint32_t smem_address, const void* gmem, int bytes_valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int pending>
 __device__ __forceinline__ void cp_async_wait() {

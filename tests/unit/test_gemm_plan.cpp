@@ -89,7 +89,7 @@ TEST_CASE("wgmma blocks walk several row blocks where K is short", "[plan]") {
   Geometry g;
   g.tokens = 4096;
   const Routing r = build_routing(g);
-  const int tile = kernels::choose_gemm_tile(r.n_pairs(), r.n_active(), g.hidden);
+  const int tile = kernels::choose_gemm_tile(r.n_pairs(), r.n_active(), g.hidden, g.ff);
   REQUIRE(kernels::gemm_tile(tile).wgmma);
   const auto down = decode(kernels::plan_grouped_gemm(r, g.hidden, g.ff, tile));
   const auto gate = decode(kernels::plan_grouped_gemm(r, g.ff, g.hidden, tile));
@@ -107,4 +107,16 @@ TEST_CASE("wgmma blocks walk several row blocks where K is short", "[plan]") {
   }
   const int gate_row_blocks = (g.ff + kernels::gemm_tile(tile).block_rows() - 1) / kernels::gemm_tile(tile).block_rows();
   CHECK(gate.size() == expected * static_cast<std::size_t>(gate_row_blocks));
+}
+
+TEST_CASE("the planner picks 128-row mma blocks for the short-K down GEMM at t=416", "[plan]") {
+  Geometry g;
+  g.tokens = 416;
+  const Routing r = build_routing(g);
+  const int gate = kernels::choose_gemm_tile(r.n_pairs(), r.n_active(), g.ff, g.hidden);
+  const int down = kernels::choose_gemm_tile(r.n_pairs(), r.n_active(), g.hidden, g.ff);
+  CHECK(kernels::gemm_tile(gate).block_rows() == 64);
+  CHECK(kernels::gemm_tile(down).block_rows() == 128);
+  CHECK_FALSE(kernels::gemm_tile(down).wgmma);
+  CHECK(kernels::gemm_tile(gate).block_tokens() == kernels::gemm_tile(down).block_tokens());
 }
