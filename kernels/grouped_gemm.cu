@@ -125,7 +125,7 @@ struct V1WeightStream {
 //      come with one bulk asynchronous copy (the Tensor Memory Accelerator) into one of the warp's
 //      kPipeStages shared-memory stages, each with an mbarrier; the lanes wait on the barrier and
 //      read their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes in flight
-//      without occupying the load units or registers. BlockWeightCopies issues the copies.
+//      without occupying the load units or registers. WarpWeightCopies issues the copies.
 //  v1: byte gathers from the row-major rows straight into a register ring kPipeRing chunks deep.
 // The wgmma kernel's warps issue their own copies, across row blocks (WgWeights).
 constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
@@ -186,7 +186,7 @@ struct WeightPipe<true> {
   int lane;
 
   // `pipe_smem`: shared memory for `warps` warps (pipe_smem_bytes); `warp` is this warp's index.
-  // BlockWeightCopies fills the stages; the warp only waits and reads.
+  // WarpWeightCopies fills the stages; here the warp only waits and reads.
   __device__ __forceinline__ WeightPipe(const std::uint8_t*, int, int, int lane_, std::uint8_t* pipe_smem, int warp,
                                         int warps)
       : lane(lane_) {
@@ -205,10 +205,11 @@ struct WeightPipe<true> {
   __device__ __forceinline__ void release(int, int) {}
 };
 
-// The mma kernel's warps meet at a barrier every chunk anyway, so there one thread issues every
-// warp's copies (after that barrier, when every warp is done with the stage refilled) and the warps
-// only wait and read: per warp, one copy instruction sequence less per group.
-struct BlockWeightCopies {
+// The mma kernel's weight copies: lane 0 of each warp issues its own warp's (after the chunk's
+// block barrier, when the warp is done with the stage refilled). Thread 0 issuing every warp's
+// copies made warp 0 the one all others waited for at the next barrier (t=416: the down GEMM took
+// 174.7 us that way, 164.3 like this; docs/kernel-notes.md, session 5).
+struct WarpWeightCopies {
   const std::uint8_t* matrix;
   int first_tile;  // warp w's tile is first_tile + w (tile 0 past the matrix's end)
   int tiles;
@@ -217,25 +218,24 @@ struct BlockWeightCopies {
   std::uint32_t base;  // pipe_smem of all warps
   int warps;
 
-  __device__ __forceinline__ void issue(int group) const {
+  // Lane 0 of warp w: copy group `group` of w's tile.
+  __device__ __forceinline__ void issue(int group, int w) const {
     const int stage = group % kPipeStages;
     const int bytes = min(kPipeGroup, chunks - group * kPipeGroup) * kUnitBytes;
-    for (int w = 0; w < warps; ++w) {
-      const int tile = first_tile + w < tiles ? first_tile + w : 0;
-      const std::uint32_t bar = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + (w * kPipeStages + stage) * 8);
-      mbar_expect_tx(bar, bytes);
-      bulk_copy(base + static_cast<std::uint32_t>(w * kPipeWarpBytes + stage * kPipeGroup * kUnitBytes),
-                matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes, bar);
-    }
+    const int tile = first_tile + w < tiles ? first_tile + w : 0;
+    const std::uint32_t bar = base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + (w * kPipeStages + stage) * 8);
+    mbar_expect_tx(bar, bytes);
+    bulk_copy(base + static_cast<std::uint32_t>(w * kPipeWarpBytes + stage * kPipeGroup * kUnitBytes),
+              matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes, bar);
   }
-  // Thread 0: every warp's barriers, then the first kPipeStages groups. The caller's next
-  // __syncthreads makes the barriers visible to the other warps before they wait on them.
-  __device__ __forceinline__ void start() const {
-    for (int i = 0; i < warps * kPipeStages; ++i) {
-      mbar_init(base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + i * 8), 1);
+  // Lane 0 of warp w: w's barriers, then its first kPipeStages groups. The caller's __syncwarp
+  // makes the barriers visible to the warp's other lanes before they wait on them.
+  __device__ __forceinline__ void start(int w) const {
+    for (int i = 0; i < kPipeStages; ++i) {
+      mbar_init(base + static_cast<std::uint32_t>(warps * kPipeWarpBytes + (w * kPipeStages + i) * 8), 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    for (int g = 0; g < kPipeStages && g < groups; ++g) issue(g);
+    for (int g = 0; g < kPipeStages && g < groups; ++g) issue(g, w);
   }
 };
 
@@ -369,10 +369,11 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // nothing: no branch in the loop.
   std::uint8_t* pipe_smem = smem + kBStages * kStageBytes;
   WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipe_smem, warp, kWarps);
-  const BlockWeightCopies copies{matrix,      row_block * kWarps,
-                                 args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup,
-                                 detail::smem_address(pipe_smem), kWarps};
-  if (kV2 && threadIdx.x == 0) copies.start();
+  const WarpWeightCopies copies{matrix,      row_block * kWarps,
+                                args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup,
+                                detail::smem_address(pipe_smem), kWarps};
+  if (kV2 && lane == 0) copies.start(warp);
+  __syncwarp();
 
   float acc[kN8][4];
 #pragma unroll
@@ -431,10 +432,10 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
       if (chunk < chunks) {
         cp_async_wait<kBStages - 2>();
         __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
-        if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && threadIdx.x == 0) {
-          // Every warp is done with the previous group: its stage takes the group after this one.
+        if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && lane == 0) {
+          // The warp is done with the previous group: its stage takes the group after this one.
           const int next = chunk / kPipeGroup + kPipeStages - 1;
-          if (next < copies.groups) copies.issue(next);
+          if (next < copies.groups) copies.issue(next, warp);
         }
         if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages, d + kBStages - 1);
         cp_async_commit();
@@ -507,7 +508,9 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
 // copies write it with the 128-byte swizzle (smem_desc_sw128 reads it).
 
 constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 20 KB, a multiple of the swizzle's 1024
-constexpr int kWgStages = 4;
+// 6 stages, 3 chunks ahead: gate 460 us against 476 with 4 stages, 2 ahead, at t=4096 (docs/kernel-
+// notes.md, session 5; before the copies were issued by rotating warps, 6 stages were no faster).
+constexpr int kWgStages = 6;
 constexpr int kWgSmemBytes = kWgStages * kWgStageBytes;
 constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower: docs/kernel-notes.md)
