@@ -909,7 +909,7 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
     const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
     kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args, map);
   } else {
-    // The largest variant's routed-row ring, then the weight pipes.
+    // The largest variant's routed-row ring, the weight pipes, the routed rows' scales.
     constexpr int smem = mma_smem_bytes(spec.n8, kV2, spec.warps);
     // v1's byte gathers need more registers: tile 1 would spill at 8 blocks per SM.
     constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
