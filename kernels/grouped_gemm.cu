@@ -317,12 +317,13 @@ constexpr int mma_smem_bytes(int max_n8, bool v2, int warps) {
   return mma_xs_offset(max_n8, v2, warps) + 8 * max_n8 * 4;
 }
 
-template <bool kV2, int kWarps, int kN8>
+template <bool kV2, int kWarps, int kN8, int kSub>
 __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
                                           int row_begin, int block_rows) {
-  static_assert(kPipeRound % kBStages == 0, "one unrolled round covers the weight pipe and the routed-row ring");
   constexpr int kThreads = 32 * kWarps;
   constexpr int kStageBytes = mma_stage_bytes(kN8);
+  constexpr int kSlots = kBStages * kSub;  // ring slots of one chunk each; kSub chunks per block barrier
+  static_assert(kPipeRound % kSlots == 0, "one unrolled round covers the weight pipe and the routed-row ring");
   constexpr int kBlockTokens = 8 * kN8;
   constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
   constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
@@ -367,7 +368,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 
   // A warp past the last weight tile (out rows not a multiple of 64) computes on tile 0 and stores
   // nothing: no branch in the loop.
-  std::uint8_t* pipe_smem = smem + kBStages * kStageBytes;
+  std::uint8_t* pipe_smem = smem + kSlots * kStageBytes;
   WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipe_smem, warp, kWarps);
   const WarpWeightCopies copies{matrix,      row_block * kWarps,
                                 args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup,
@@ -414,15 +415,20 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The routed rows' activation scales, for the epilogue: copied with the first ring group, so they
   // are in shared memory (zeros past the block's rows) when the last chunk is done (the global
   // loads right before the stores were 4.5% of the down GEMM's stall samples at t=416).
-  float* xs_s = reinterpret_cast<float*>(smem + mma_xs_offset(kN8, kV2, kWarps));
+  float* xs_s = reinterpret_cast<float*>(smem + kSlots * kStageBytes + (kV2 ? pipe_smem_bytes(kWarps) : 0));
   if (threadIdx.x < kBlockTokens) {
     const int n = threadIdx.x;
     detail::cp_async4_at(detail::smem_address(xs_s + n), args.xs + row_begin + (n < block_rows ? n : 0),
                          n < block_rows ? 4 : 0);
   }
+  // The ring: kSlots slots of one chunk. The loads go in groups of kSub chunks (one cp.async group
+  // each), kBStages - 1 groups ahead, and the warps meet at one block barrier per group.
 #pragma unroll
   for (int s = 0; s < kBStages - 1; ++s) {
-    if (s < chunks) load_b(s, s);
+#pragma unroll
+    for (int j = 0; j < kSub; ++j) {
+      if (s * kSub + j < chunks) load_b(s * kSub + j, s * kSub + j);
+    }
     cp_async_commit();
   }
   for (int round = 0; round * kPipeRound < chunks; ++round) {
@@ -430,16 +436,22 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
     for (int d = 0; d < kPipeRound; ++d) {
       const int chunk = round * kPipeRound + d;
       if (chunk < chunks) {
-        cp_async_wait<kBStages - 2>();
-        __syncthreads();  // the chunk's rows are in; every warp is done with the stage refilled next
-        if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && lane == 0) {
-          // The warp is done with the previous group: its stage takes the group after this one.
-          const int next = chunk / kPipeGroup + kPipeStages - 1;
-          if (next < copies.groups) copies.issue(next, warp);
+        if (d % kSub == 0) {
+          cp_async_wait<kBStages - 2>();
+          __syncthreads();  // the chunks' rows are in; every warp is done with the slots refilled next
+          if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && lane == 0) {
+            // The warp is done with the previous group: its stage takes the group after this one.
+            const int next = chunk / kPipeGroup + kPipeStages - 1;
+            if (next < copies.groups) copies.issue(next, warp);
+          }
+#pragma unroll
+          for (int j = 0; j < kSub; ++j) {
+            const int ahead = (kBStages - 1) * kSub + j;
+            if (chunk + ahead < chunks) load_b((d + ahead) % kSlots, d + ahead);
+          }
+          cp_async_commit();
         }
-        if (chunk + kBStages - 1 < chunks) load_b((d + kBStages - 1) % kBStages, d + kBStages - 1);
-        cp_async_commit();
-        compute(weights.get(d, round), d % kBStages);
+        compute(weights.get(d, round), d % kSlots);
         weights.release(d, round);
       }
     }
@@ -483,20 +495,27 @@ __device__ __forceinline__ BlockWork block_work(const GemmArgs& args, int) {
   return BlockWork{item.x, item.y & 0xffff, item.y >> 16, item.z, item.w};
 }
 
+// Routed-row chunks per block barrier in the mma kernel: 2 where the block's rows fill at most half
+// of the ring its tile allocates (tiles of up to 32 rows), so the same shared memory holds twice the
+// slots, loads run as far ahead in chunks and the warps meet half as often (t=416: the three GEMMs
+// 451-456 -> 442-445 us, docs/kernel-notes.md, session 6); 1 otherwise. At t=43 (tile 1, up to 16
+// rows) 2 was slower (261 -> 270 us), so tiles of 16 rows keep 1.
+constexpr int barrier_chunks(int n8, int max_n8) { return max_n8 >= 4 && 2 * n8 <= max_n8 ? 2 : 1; }
+
 template <bool kV2, int kWarps, int kMaxN8, int kMinBlocks>
 __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
   extern __shared__ __align__(128) std::uint8_t smem[];
   const BlockWork w = block_work(args, 8 * kMaxN8);
   const int n8 = (w.rows + 7) / 8;
-  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, kWarps, 1>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, kWarps, 1, barrier_chunks(1, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   if constexpr (kMaxN8 >= 2) {
-    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, kWarps, 2>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, kWarps, 2, barrier_chunks(2, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 3) {
-    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, kWarps, 3>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, kWarps, 3, barrier_chunks(3, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 4) {
-    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, kWarps, 4>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, kWarps, 4, barrier_chunks(4, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
 }
