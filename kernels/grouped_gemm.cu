@@ -51,7 +51,11 @@ constexpr int kItemInts = 4;  // per block: expert, row block, first routed row,
 constexpr int kBStages = 4;       // routed-row chunks in the shared-memory ring
 constexpr int ring_barrier_bytes(int stages) { return 2 * stages * 8; }  // a ring's full and empty mbarriers
 constexpr int kWgmmaMaxTokens = 160;  // routed rows per wgmma block (N of m64nNk16)
-constexpr int kWgTargetChunks = 40;  // chunks a wgmma block runs at least, over several row blocks
+// Chunks a wgmma block runs at least, over several row blocks, where one row block has fewer than
+// half of them (K < 2560: the down GEMM, K = 640, walks 8 row blocks; gate and up one). t=4096:
+// down 502 -> 482 us with 80 against 40 (4 row blocks), 496 with 60; gate and up lost 5% when
+// made to walk two of their 64-chunk row blocks (docs/kernel-notes.md, session 6).
+constexpr int kWgTargetChunks = 80;
 
 // Tiles, by GemmTile index. mma: `warps` x 16 weight rows, up to 8*n8 tokens. wgmma: `warpgroups`
 // x 64 weight rows, up to kWgmmaMaxTokens tokens.
@@ -1018,7 +1022,8 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
   const int full_blocks = out_rows / shape.block_rows();
   std::vector<std::pair<int, int>> ranges;  // first row block, count
   if (shape.wgmma && full_blocks > 0) {
-    const int per = std::clamp((kWgTargetChunks + chunks - 1) / chunks, 1, full_blocks);
+    const int per =
+        2 * chunks >= kWgTargetChunks ? 1 : std::clamp((kWgTargetChunks + chunks - 1) / chunks, 1, full_blocks);
     const int count = (full_blocks + per - 1) / per;
     for (int r = 0; r < count; ++r) {
       const int first = r * full_blocks / count;

@@ -3,7 +3,8 @@
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
 // kernels and replayed; each kernel's time is the median over replays of the time between its two
-// events. The three grouped GEMMs are also captured alone, back to back, and timed the same way.
+// events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
+// the two graphs' replays alternate, so both run under the same clocks.
 // The weights one GEMM reads (289-425 MB) are several times the 60 MB L2, so replays cannot serve
 // them from cache; the activations between kernels stay in L2 as they would in a real layer.
 #include <cuda_runtime_api.h>
@@ -98,23 +99,33 @@ class TimedGraph {
 
   // Per step, and for the whole sequence (last entry): the times of every replay, in µs.
   [[nodiscard]] std::vector<std::vector<double>> replay(int warmup, int replays) const {
+    warm(warmup);
+    std::vector<std::vector<double>> us(steps_.size() + 1);
+    for (int r = 0; r < replays; ++r) replay_once(us);
+    return us;
+  }
+
+  void warm(int warmup) const {
     const cuda::DeviceScope scope(device_);
     for (int i = 0; i < warmup; ++i) TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
     TPG_CUDA(cudaStreamSynchronize(stream_.get()));
-    std::vector<std::vector<double>> us(steps_.size() + 1);
-    for (int r = 0; r < replays; ++r) {
-      TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
-      TPG_CUDA(cudaStreamSynchronize(stream_.get()));
-      for (std::size_t i = 0; i <= steps_.size(); ++i) {
-        const std::size_t from = i < steps_.size() ? i : 0;
-        const std::size_t to = i < steps_.size() ? i + 1 : steps_.size();
-        float ms = 0;
-        TPG_CUDA(cudaEventElapsedTime(&ms, events_[from].get(), events_[to].get()));
-        us[i].push_back(static_cast<double>(ms) * 1e3);
-      }
-    }
-    return us;
   }
+
+  // One replay; appends each step's time and the whole sequence's to `us` (steps + 1 series).
+  void replay_once(std::vector<std::vector<double>>& us) const {
+    const cuda::DeviceScope scope(device_);
+    TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
+    TPG_CUDA(cudaStreamSynchronize(stream_.get()));
+    for (std::size_t i = 0; i <= steps_.size(); ++i) {
+      const std::size_t from = i < steps_.size() ? i : 0;
+      const std::size_t to = i < steps_.size() ? i + 1 : steps_.size();
+      float ms = 0;
+      TPG_CUDA(cudaEventElapsedTime(&ms, events_[from].get(), events_[to].get()));
+      us[i].push_back(static_cast<double>(ms) * 1e3);
+    }
+  }
+
+  [[nodiscard]] std::size_t steps() const { return steps_.size(); }
 
  private:
   int device_;
@@ -155,9 +166,21 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
     TPG_CUDA(cudaStreamSynchronize(s.get()));
   }
   const std::vector<cuda::ChainStep> chain(cuda::kChainSteps.begin(), cuda::kChainSteps.end());
-  const auto chain_us = TimedGraph(layer, chain).replay(args.warmup, args.replays);
   const std::vector<cuda::ChainStep> gemm_steps{cuda::ChainStep::gate, cuda::ChainStep::up, cuda::ChainStep::down};
-  const auto gemm_us = TimedGraph(layer, gemm_steps).replay(args.warmup, args.replays);
+  // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
+  // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
+  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096
+  // (docs/kernel-notes.md, session 6).
+  const TimedGraph chain_graph(layer, chain);
+  const TimedGraph gemm_graph(layer, gemm_steps);
+  chain_graph.warm(args.warmup);
+  gemm_graph.warm(args.warmup);
+  std::vector<std::vector<double>> chain_us(chain_graph.steps() + 1);
+  std::vector<std::vector<double>> gemm_us(gemm_graph.steps() + 1);
+  for (int r = 0; r < args.replays; ++r) {
+    chain_graph.replay_once(chain_us);
+    gemm_graph.replay_once(gemm_us);
+  }
 
   const std::optional<double> copy_tbps = limits.copy ? std::optional(limits.copy->tbps) : std::nullopt;
   const std::optional<double> tensor_tflops = limits.tensor ? std::optional(limits.tensor->tflops) : std::nullopt;
