@@ -24,50 +24,91 @@ __device__ __forceinline__ std::uint32_t as_bits(__half2 h) {
   return bits;
 }
 
-// Contract steps 1 and 4: s = max|x| (1 if 0), inv = 1/s, x16 = half_rn(x * inv). One warp per row;
-// max is exact in any order, so the row's scale does not depend on the reduction tree.
-template <bool kGather>
+__device__ __forceinline__ float amax4(float amax, float4 q) {
+  return fmaxf(amax, fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w))));
+}
+
+// Contract step 4 on one 16-column block: x16 = half_rn(x * inv), stored in the grouped GEMM's k
+// order (kernels.hpp): within each 16 columns, half2 slot t holds columns (2t, 2t+8) and slot 4+t
+// columns (2t+1, 2t+9). `x` is the row, `block` the 16-column block.
+struct Block16 {
+  uint4 lo;
+  uint4 hi;
+};
+__device__ __forceinline__ Block16 quantize_block16(const float4* x, int block, float inv) {
+  float v[16];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float4 q = x[4 * block + i];
+    v[4 * i] = q.x;
+    v[4 * i + 1] = q.y;
+    v[4 * i + 2] = q.z;
+    v[4 * i + 3] = q.w;
+  }
+  std::uint32_t slot[8];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    slot[t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t], inv), __fmul_rn(v[2 * t + 8], inv)));
+    slot[4 + t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t + 1], inv), __fmul_rn(v[2 * t + 9], inv)));
+  }
+  return Block16{make_uint4(slot[0], slot[1], slot[2], slot[3]), make_uint4(slot[4], slot[5], slot[6], slot[7])};
+}
+
+// Contract steps 1 and 4 without the gather: s = max|x| (1 if 0), inv = 1/s, x16 = half_rn(x * inv).
+// One warp per row; max is exact in any order, so the row's scale does not depend on the reduction
+// tree.
 __global__ void __launch_bounds__(kThreads)
-    quantize_rows_kernel(const float* __restrict__ src, int cols, const std::int32_t* __restrict__ row_token,
-                         std::int64_t rows, __half2* __restrict__ dst, float* __restrict__ scale) {
+    quantize_rows_kernel(const float* __restrict__ src, int cols, std::int64_t rows, __half2* __restrict__ dst,
+                         float* __restrict__ scale) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  const std::int64_t src_row = kGather ? static_cast<std::int64_t>(row_token[row]) : row;
-  const auto* x = reinterpret_cast<const float4*>(src + src_row * cols);
-  const int vectors = cols / 4;
+  const auto* x = reinterpret_cast<const float4*>(src + row * cols);
   float amax = 0.0f;
-  for (int v = lane; v < vectors; v += 32) {
-    const float4 q = x[v];
-    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w))));
-  }
+  for (int v = lane; v < cols / 4; v += 32) amax = amax4(amax, x[v]);
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   const float s = amax > 0.0f ? amax : 1.0f;
   const float inv = __fdiv_rn(1.0f, s);
-  // Stored in the grouped GEMM's k order (kernels.hpp): within each 16 columns, half2 slot t holds
-  // columns (2t, 2t+8) and slot 4+t columns (2t+1, 2t+9). One lane per 16-column block.
   auto* out = reinterpret_cast<uint4*>(dst + row * (cols / 2));
   for (int block = lane; block < cols / 16; block += 32) {
-    float v[16];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 q = x[4 * block + i];
-      v[4 * i] = q.x;
-      v[4 * i + 1] = q.y;
-      v[4 * i + 2] = q.z;
-      v[4 * i + 3] = q.w;
-    }
-    std::uint32_t slot[8];
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      slot[t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t], inv), __fmul_rn(v[2 * t + 8], inv)));
-      slot[4 + t] = as_bits(__floats2half2_rn(__fmul_rn(v[2 * t + 1], inv), __fmul_rn(v[2 * t + 9], inv)));
-    }
-    out[2 * block] = make_uint4(slot[0], slot[1], slot[2], slot[3]);
-    out[2 * block + 1] = make_uint4(slot[4], slot[5], slot[6], slot[7]);
+    const Block16 q = quantize_block16(x, block, inv);
+    out[2 * block] = q.lo;
+    out[2 * block + 1] = q.hi;
   }
   if (lane == 0) scale[row] = s;
+}
+
+// Contract steps 1 and 4 with the gather, one block per token: the token's row is read from z once
+// for all its k pairs (a warp per routed row read it k times: 248 us at t=4096, 50% of the copy
+// rate), its scale reduced over the block (max: exact in any order), and the f16 row written to each
+// of the token's CSR rows. Every routed row of a token gets the same bits as before.
+__global__ void __launch_bounds__(kThreads)
+    gather_quantize_kernel(const float* __restrict__ z, int cols, const std::int32_t* __restrict__ pair_row,
+                           int top_k, __half2* __restrict__ dst, float* __restrict__ scale) {
+  __shared__ float warp_max[kThreads / 32];
+  const std::int64_t token = blockIdx.x;
+  const auto* x = reinterpret_cast<const float4*>(z + token * cols);
+  float amax = 0.0f;
+  for (int v = threadIdx.x; v < cols / 4; v += kThreads) amax = amax4(amax, x[v]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
+  const float s = amax > 0.0f ? amax : 1.0f;
+  const float inv = __fdiv_rn(1.0f, s);
+  const std::int32_t* rows = pair_row + token * top_k;
+  for (int block = threadIdx.x; block < cols / 16; block += kThreads) {
+    const Block16 q = quantize_block16(x, block, inv);
+    for (int j = 0; j < top_k; ++j) {
+      auto* out = reinterpret_cast<uint4*>(dst + static_cast<std::int64_t>(rows[j]) * (cols / 2));
+      out[2 * block] = q.lo;
+      out[2 * block + 1] = q.hi;
+    }
+  }
+  for (int j = threadIdx.x; j < top_k; j += kThreads) scale[rows[j]] = s;
 }
 
 // Contract step 3: a = (g / (1 + expf(-g))) * u.
@@ -146,20 +187,20 @@ void x16_to_natural_order(std::span<std::uint16_t> values, int cols) {
   }
 }
 
-void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
-                     std::uint16_t* x16, float* xs, Stream stream) {
+void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, std::uint16_t* x16, float* xs,
+                     Stream stream) {
   check_cols(hidden, "gather_quantize");
-  if (rows <= 0) return;
-  quantize_rows_kernel<true><<<row_blocks(rows), kThreads, 0, stream>>>(
-      z, hidden, row_token, rows, reinterpret_cast<__half2*>(x16), xs);
+  if (routing.tokens <= 0 || routing.top_k <= 0) return;
+  gather_quantize_kernel<<<static_cast<unsigned int>(routing.tokens), kThreads, 0, stream>>>(
+      z, hidden, routing.pair_row, routing.top_k, reinterpret_cast<__half2*>(x16), xs);
   detail::check_launch("gather_quantize");
 }
 
 void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as, Stream stream) {
   check_cols(cols, "quantize_rows");
   if (rows <= 0) return;
-  quantize_rows_kernel<false><<<row_blocks(rows), kThreads, 0, stream>>>(
-      a, cols, nullptr, rows, reinterpret_cast<__half2*>(a16), as);
+  quantize_rows_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(a, cols, rows,
+                                                                   reinterpret_cast<__half2*>(a16), as);
   detail::check_launch("quantize_rows");
 }
 

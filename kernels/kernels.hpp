@@ -79,8 +79,9 @@ struct DeviceGemmPlan {
 // columns, half2 slot t (t = 0..3) holds columns (2t, 2t+8) and slot 4+t holds (2t+1, 2t+9). The
 // MMA then reads its B fragments with no shuffles (kernels/nvfp4_decode.cuh says why that order).
 // x16_to_natural_order turns downloaded rows back into column order.
-void gather_quantize(const float* z, int hidden, const std::int32_t* row_token, std::int64_t rows,
-                     std::uint16_t* x16, float* xs, Stream stream);
+// The gather reads each token's row once and writes it to the token's k CSR rows (routing.pair_row).
+void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, std::uint16_t* x16, float* xs,
+                     Stream stream);
 void x16_to_natural_order(std::span<std::uint16_t> values, int cols);
 // 4. the same without the gather: a16[i] = half(a[i] / s).
 void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as,

@@ -221,7 +221,7 @@ void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t st
   const kernels::DeviceGemmPlan down{down_plan_.get(), down_plan_grid_, down_plan_tile_};
   switch (step) {
     case ChainStep::quantize_z:
-      kernels::gather_quantize(z_.get(), g.hidden, routing.row_token, pairs, ws.z16, ws.zs, stream);
+      kernels::gather_quantize(z_.get(), g.hidden, routing, ws.z16, ws.zs, stream);
       break;
     case ChainStep::gate: kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, ffn, ws.g, stream); break;
     case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, ffn, ws.u, stream); break;
