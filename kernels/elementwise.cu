@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
@@ -190,6 +192,12 @@ void x16_to_natural_order(std::span<std::uint16_t> values, int cols) {
 void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, std::uint16_t* x16, float* xs,
                      Stream stream) {
   check_cols(hidden, "gather_quantize");
+  // Every routed row is some token's pair: the kernel writes rows through pair_row only.
+  if (static_cast<std::int64_t>(routing.tokens) * routing.top_k != routing.n_rows) {
+    throw std::invalid_argument("gather_quantize: " + std::to_string(routing.n_rows) + " routed rows for " +
+                                std::to_string(routing.tokens) + " tokens x top-k " + std::to_string(routing.top_k) +
+                                "; every token needs its k rows");
+  }
   if (routing.tokens <= 0 || routing.top_k <= 0) return;
   gather_quantize_kernel<<<static_cast<unsigned int>(routing.tokens), kThreads, 0, stream>>>(
       z, hidden, routing.pair_row, routing.top_k, reinterpret_cast<__half2*>(x16), xs);

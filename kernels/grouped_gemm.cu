@@ -419,7 +419,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The routed rows' activation scales, for the epilogue: copied with the first ring group, so they
   // are in shared memory (zeros past the block's rows) when the last chunk is done (the global
   // loads right before the stores were 4.5% of the down GEMM's stall samples at t=416).
-  float* xs_s = reinterpret_cast<float*>(smem + kSlots * kStageBytes + (kV2 ? pipe_smem_bytes(kWarps) : 0));
+  float* xs_s = reinterpret_cast<float*>(pipe_smem + (kV2 ? pipe_smem_bytes(kWarps) : 0));
   if (threadIdx.x < kBlockTokens) {
     const int n = threadIdx.x;
     detail::cp_async4_at(detail::smem_address(xs_s + n), args.xs + row_begin + (n < block_rows ? n : 0),
