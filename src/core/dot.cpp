@@ -28,6 +28,9 @@ constexpr std::array kKindStyles{
     KindStyle{NodeKind::alloc, "#ffdd71", "black", "alloc (mem_alloc)"},
     KindStyle{NodeKind::free_mem, "#fff2b3", "black", "free (mem_free)"},
     KindStyle{NodeKind::event, "white", "black", "span event (event_record)"},
+    KindStyle{NodeKind::kernel, "#c6dbef", "black", "kernel"},
+    KindStyle{NodeKind::memset, "#fdd0a2", "black", "memset"},
+    KindStyle{NodeKind::other, "white", "black", "other (no record)"},
 };
 
 const KindStyle& style_of(NodeKind k) {
@@ -43,6 +46,8 @@ const char* shape_of(CudaNodeType t) {
     case CudaNodeType::mem_alloc: return "invtrapezium";
     case CudaNodeType::mem_free: return "trapezium";
     case CudaNodeType::event_record: return "ellipse";
+    case CudaNodeType::memset: return "parallelogram";
+    case CudaNodeType::other: return "ellipse";
   }
   return "box";
 }
@@ -61,7 +66,10 @@ std::string si(double v, std::string_view unit) {
 
 std::string node_detail(const Node& n) {
   switch (n.kind) {
-    case NodeKind::event: return {};
+    case NodeKind::event:
+    case NodeKind::other: return {};
+    case NodeKind::kernel: return n.name;
+    case NodeKind::memset:
     case NodeKind::copy:
     case NodeKind::alloc:
     case NodeKind::free_mem: return format_bytes(n.bytes);

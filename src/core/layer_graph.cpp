@@ -180,6 +180,9 @@ std::string_view to_string(NodeKind k) {
     case NodeKind::alloc: return "alloc";
     case NodeKind::free_mem: return "free";
     case NodeKind::event: return "event";
+    case NodeKind::kernel: return "kernel";
+    case NodeKind::memset: return "memset";
+    case NodeKind::other: return "other";
   }
   return "?";
 }
@@ -201,6 +204,7 @@ std::string_view to_string(Role r) {
     case Role::free_mem: return "free";
     case Role::span_begin: return "begin";
     case Role::span_end: return "end";
+    case Role::traced: return "traced";
   }
   return "?";
 }
@@ -211,6 +215,8 @@ CudaNodeType cuda_node_type(NodeKind k) {
     case NodeKind::alloc: return CudaNodeType::mem_alloc;
     case NodeKind::free_mem: return CudaNodeType::mem_free;
     case NodeKind::event: return CudaNodeType::event_record;
+    case NodeKind::memset: return CudaNodeType::memset;
+    case NodeKind::other: return CudaNodeType::other;
     default: return CudaNodeType::kernel;
   }
 }
@@ -222,6 +228,8 @@ std::string_view to_string(CudaNodeType t) {
     case CudaNodeType::mem_alloc: return "mem_alloc";
     case CudaNodeType::mem_free: return "mem_free";
     case CudaNodeType::event_record: return "event_record";
+    case CudaNodeType::memset: return "memset";
+    case CudaNodeType::other: return "other";
   }
   return "?";
 }

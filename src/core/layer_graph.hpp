@@ -52,6 +52,10 @@ enum class NodeKind {
   alloc,      // stream-ordered allocation inside the graph
   free_mem,   // its free
   event,      // event-record node (cudaEventRecordExternal) marking a rank's span
+  // Kinds of a traced program's graph (`tpgraph trace`), whose nodes tpgraph did not issue:
+  kernel,     // any kernel
+  memset,     // memset node
+  other,      // host, empty, event record/wait, child graph, conditional...: leaves no record
 };
 [[nodiscard]] std::string_view to_string(NodeKind k);
 
@@ -67,10 +71,11 @@ enum class Role {
   reduce,        // root: layer output += staged partials, rank order
   alloc, free_mem,
   span_begin, span_end,  // event-record nodes around a rank's work in a layer
+  traced,        // a node of a traced program's graph: `Node::name` says what it runs
 };
 [[nodiscard]] std::string_view to_string(Role r);
 
-enum class CudaNodeType { kernel, memcpy, mem_alloc, mem_free, event_record };
+enum class CudaNodeType { kernel, memcpy, mem_alloc, mem_free, event_record, memset, other };
 [[nodiscard]] CudaNodeType cuda_node_type(NodeKind k);
 [[nodiscard]] std::string_view to_string(CudaNodeType t);
 
@@ -84,6 +89,7 @@ struct Node {
   Role role = Role::gate;
   int peer = -1;  // copies: the non-root rank at the other end
   std::string label;  // "r1.gate", "r0->r1.copy", "L2.r1.down" when layers > 1
+  std::string name;   // traced nodes: the demangled kernel name or the copy's kind; "" otherwise
   // Counted from the geometry and routing, not measured: bytes moved (copies), read + written
   // (kernels; GEMMs read only the active experts' weights) or allocated (alloc/free); flops are
   // 2*rows*in*out for GEMMs and one per multiply/add/exp of the reference's formula elsewhere.

@@ -24,11 +24,12 @@ namespace {
 constexpr std::array kNodeKinds = {NodeKind::busy,   NodeKind::quantize, NodeKind::gemm,
                                    NodeKind::swiglu, NodeKind::combine,  NodeKind::reduce,
                                    NodeKind::copy,   NodeKind::alloc,    NodeKind::free_mem,
-                                   NodeKind::event};
+                                   NodeKind::event,  NodeKind::kernel,   NodeKind::memset,
+                                   NodeKind::other};
 constexpr std::array kRoles = {Role::busy,      Role::quantize_z, Role::gate,     Role::up,
                                Role::swiglu,    Role::quantize_a, Role::down,     Role::combine,
                                Role::peer_copy, Role::join_copy,  Role::reduce,   Role::alloc,
-                               Role::free_mem,  Role::span_begin, Role::span_end};
+                               Role::free_mem,  Role::span_begin, Role::span_end, Role::traced};
 constexpr std::array kActivityKinds = {ActivityKind::kernel, ActivityKind::memcpy,
                                        ActivityKind::memcpy_peer, ActivityKind::memset};
 
@@ -169,7 +170,7 @@ RunEnvironment environment_from_json(const Reader& r) {
 json graph_to_json(const LayerGraph& g) {
   json nodes = json::array();
   for (const auto& n : g.nodes) {
-    nodes.push_back(json{{"id", n.id},
+    json node = json{{"id", n.id},
                          {"layer", n.layer},
                          {"rank", n.rank},
                          {"device", n.device},
@@ -179,7 +180,9 @@ json graph_to_json(const LayerGraph& g) {
                          {"peer", n.peer},
                          {"label", n.label},
                          {"bytes", n.bytes},
-                         {"flops", n.flops}});
+                         {"flops", n.flops}};
+    if (!n.name.empty()) node["name"] = n.name;  // traced graphs only
+    nodes.push_back(std::move(node));
   }
   json edges = json::array();
   for (const auto& e : g.edges) edges.push_back(json::array({e.from, e.to}));
@@ -208,6 +211,7 @@ LayerGraph graph_from_json(const Reader& r) {
     node.label = n.at("label").string();
     node.bytes = n.at("bytes").integer(0);
     node.flops = n.at("flops").number();
+    if (n.has("name")) node.name = n.at("name").string();
     g.nodes.push_back(std::move(node));
   }
   const Reader edges = r.at("edges");

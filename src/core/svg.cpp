@@ -28,6 +28,9 @@ std::string_view kind_colour(NodeKind k) {
     case NodeKind::alloc: return "#795548";
     case NodeKind::free_mem: return "#795548";
     case NodeKind::event: return "#607d8b";
+    case NodeKind::kernel: return "#3b7dd8";
+    case NodeKind::memset: return "#17a2a2";
+    case NodeKind::other: return "#607d8b";
   }
   return "#000000";
 }

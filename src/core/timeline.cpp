@@ -22,7 +22,7 @@ double ns_to_us(std::uint64_t later, std::uint64_t earlier) {
 // CUPTI reports kernels and copies; allocation, free and event-record nodes leave no record.
 bool leaves_record(NodeKind k) {
   const CudaNodeType t = cuda_node_type(k);
-  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy;
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
 }
 
 // Kahn's order over the edges; predecessors come first whatever order the nodes were issued in.

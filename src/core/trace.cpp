@@ -24,7 +24,7 @@ double rel_us(std::uint64_t t, std::uint64_t base) {
 
 bool leaves_record(NodeKind k) {
   const CudaNodeType t = cuda_node_type(k);
-  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy;
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
 }
 
 // For each node, the nodes with records it depends on directly or through nodes that leave none

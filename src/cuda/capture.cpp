@@ -45,6 +45,8 @@ cudaGraphNodeType driver_type(CudaNodeType t) {
     case CudaNodeType::mem_alloc: return cudaGraphNodeTypeMemAlloc;
     case CudaNodeType::mem_free: return cudaGraphNodeTypeMemFree;
     case CudaNodeType::event_record: return cudaGraphNodeTypeEventRecord;
+    case CudaNodeType::memset: return cudaGraphNodeTypeMemset;
+    case CudaNodeType::other: return cudaGraphNodeTypeEmpty;
   }
   return cudaGraphNodeTypeEmpty;
 }

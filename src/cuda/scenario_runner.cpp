@@ -256,6 +256,7 @@ void PreparedVariant::issue_node(const Node& node, cudaStream_t stream) {
       return;
     case Role::span_begin:
     case Role::span_end:
+    case Role::traced:  // a traced program's node: never issued by tpgraph
       break;
   }
   throw std::logic_error(fmt::format("issue_node: '{}' is not issued by the runner", node.label));
