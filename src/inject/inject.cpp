@@ -215,6 +215,11 @@ class Tracer {
   std::uint64_t records_written_ = 0;
   std::uint64_t graph_records_ = 0;
   std::uint64_t launches_seen_ = 0;
+  // How launches were made, for the verbose summary: through the runtime (and whether its driver
+  // call showed up with an id of its own) or through the driver directly.
+  std::uint64_t runtime_launches_ = 0;
+  std::uint64_t nested_same_id_ = 0;
+  std::uint64_t nested_other_id_ = 0;
   std::uint64_t buffers_refused_ = 0;
   std::atomic<bool> finished_{false};
 
@@ -591,6 +596,11 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   t = ThreadLaunch{};
   const std::lock_guard state(state_mutex_);
   ++launches_seen_;
+  if (done.runtime_correlation != 0) {
+    ++runtime_launches_;
+    if (done.driver_correlation != 0)
+      ++(done.driver_correlation == done.runtime_correlation ? nested_same_id_ : nested_other_id_);
+  }
   undecided_.push_back(done);
 }
 
@@ -629,6 +639,13 @@ void Tracer::finish() noexcept {
              "activity buffers");
       else if (!contexts.empty() && records_written_ == 0 && !quiet.load())
         note("CUDA contexts were created but no activity record came back");
+      if (verbose_)
+        std::fprintf(stderr,
+                     "tpgraph inject: %llu records, %llu graph launches (%llu through the runtime: %llu with a driver "
+                     "call of the same correlation id, %llu of another id)\n",
+                     static_cast<unsigned long long>(records_written_), static_cast<unsigned long long>(launches_seen_),
+                     static_cast<unsigned long long>(runtime_launches_), static_cast<unsigned long long>(nested_same_id_),
+                     static_cast<unsigned long long>(nested_other_id_));
       footer["records"] = records_written_;
       footer["dropped"] = static_cast<std::uint64_t>(dropped);
       footer["end_ns"] = now_ns();
