@@ -199,13 +199,16 @@ class Tracer {
   void on_graph_node_cloned(const CUpti_GraphData& data);
   void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& data, CUgraphExec exec);
   void finish() noexcept;
+  // After the footer nothing more is written (a chunk after it would be ignored by the reader).
+  [[nodiscard]] bool finished() const noexcept { return finished_.load(); }
 
  private:
-  std::uint32_t intern_locked(const std::string& name, std::string& chunks);
+  std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
   void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
 
   std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
-  std::unordered_map<std::string, std::uint32_t> names_;
+  std::unordered_map<std::string, std::uint32_t> names_;      // written name -> id
+  std::unordered_map<std::string, std::uint32_t> id_of_raw_;  // name as CUPTI gives it -> id
   std::unordered_map<CUgraphExec, std::uint32_t> exec_numbers_;
   std::uint32_t next_exec_ = 1;
   std::unordered_set<std::uint32_t> devices_written_;
@@ -221,7 +224,8 @@ class Tracer {
   std::uint64_t nested_same_id_ = 0;
   std::uint64_t nested_other_id_ = 0;
   std::uint64_t buffers_refused_ = 0;
-  std::atomic<bool> finished_{false};
+  std::atomic<bool> finishing_{false};  // finish() has begun (it runs once)
+  std::atomic<bool> finished_{false};   // the footer is written
 
  public:
   void buffer_refused() noexcept {
@@ -248,16 +252,20 @@ WireRecord wire_fields(const Cupti& r, ActivityKind kind) {
   return w;
 }
 
-std::uint32_t Tracer::intern_locked(const std::string& name, std::string& chunks) {
-  if (name.empty()) return 0;
+std::uint32_t Tracer::intern_locked(const std::string& raw, std::string& chunks) {
+  if (raw.empty()) return 0;
+  // Demangling costs microseconds: once per distinct raw name, not once per record.
+  if (const auto known = id_of_raw_.find(raw); known != id_of_raw_.end()) return known->second;
+  const std::string name = raw.starts_with("_Z") ? demangle(raw.c_str()) : raw;
   const auto [it, added] = names_.try_emplace(name, static_cast<std::uint32_t>(names_.size() + 1));
   if (added) chunks += tracefile::name_chunk(it->second, name);
+  id_of_raw_.emplace(raw, it->second);
   return it->second;
 }
 
 void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   std::vector<WireRecord> records;
-  std::vector<std::string> record_names;  // parallel to records; names are interned under the lock
+  std::vector<std::string> record_names;  // parallel to records: raw (mangled) names, interned under the lock
   records.reserve(valid_bytes / 128);
   record_names.reserve(valid_bytes / 128);
   CUpti_Activity* activity = nullptr;
@@ -275,7 +283,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
         records.push_back(wire_fields(k, ActivityKind::kernel));
-        record_names.push_back(demangle(k.name));
+        record_names.emplace_back(k.name != nullptr ? k.name : "");
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -313,6 +321,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
     }
 
   const std::lock_guard state(state_mutex_);
+  if (finished_.load()) return;
   std::string names;
   for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
   if (!writer.ours()) return;
@@ -605,7 +614,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
 }
 
 void Tracer::finish() noexcept {
-  if (finished_.exchange(true) || !writer.ours()) return;
+  if (finishing_.exchange(true) || !writer.ours()) return;
   try {
     std::vector<CUcontext> contexts;
     {
@@ -627,8 +636,15 @@ void Tracer::finish() noexcept {
       std::size_t more = 0;
       if (cuptiActivityGetNumDroppedRecords(c, 0, &more) == CUPTI_SUCCESS) dropped += more;
     }
-    json footer;
+    if (subscriber != nullptr) {
+      std::uint32_t enabled = 0;
+      if (cuptiGetCallbackState(&enabled, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) != CUPTI_SUCCESS ||
+          enabled == 0)
+        note("tpgraph's CUPTI callbacks were disabled by someone else during the run: graphs may be missing");
+    }
     {
+      // Under the state lock, so no buffer being written lands after the footer.
       const std::lock_guard state(state_mutex_);
       write_launches_locked({}, true);
       if (buffers_refused_ > 0)
@@ -646,18 +662,13 @@ void Tracer::finish() noexcept {
                      static_cast<unsigned long long>(records_written_), static_cast<unsigned long long>(launches_seen_),
                      static_cast<unsigned long long>(runtime_launches_), static_cast<unsigned long long>(nested_same_id_),
                      static_cast<unsigned long long>(nested_other_id_));
+      json footer;
       footer["records"] = records_written_;
       footer["dropped"] = static_cast<std::uint64_t>(dropped);
       footer["end_ns"] = now_ns();
+      (void)writer.write(tracefile::chunk(ChunkType::footer, footer.dump()));
+      finished_.store(true);
     }
-    if (subscriber != nullptr) {
-      std::uint32_t enabled = 0;
-      if (cuptiGetCallbackState(&enabled, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) != CUPTI_SUCCESS ||
-          enabled == 0)
-        note("tpgraph's CUPTI callbacks were disabled by someone else during the run: graphs may be missing");
-    }
-    (void)writer.write(tracefile::chunk(ChunkType::footer, footer.dump()));
   } catch (...) {
     // Nothing more can be written: the reader reports the file as cut short.
   }
@@ -675,7 +686,8 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
 void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t valid_bytes) {
   const std::unique_ptr<std::uint8_t, decltype(&std::free)> owned(buffer, &std::free);
   Tracer* tracer = g_tracer;
-  if (tracer == nullptr || buffer == nullptr || valid_bytes == 0 || tracer->quiet.load() || !tracer->writer.ours())
+  if (tracer == nullptr || buffer == nullptr || valid_bytes == 0 || tracer->quiet.load() || tracer->finished() ||
+      !tracer->writer.ours())
     return;
   try {
     tracer->on_buffer(buffer, valid_bytes);
@@ -699,7 +711,8 @@ CUgraphExec launched_exec(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
   Tracer* tracer = g_tracer;
-  if (tracer == nullptr || cbdata == nullptr || tracer->quiet.load() || !tracer->writer.ours()) return;
+  if (tracer == nullptr || cbdata == nullptr || tracer->quiet.load() || tracer->finished() || !tracer->writer.ours())
+    return;
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       const auto& resource = *static_cast<const CUpti_ResourceData*>(cbdata);
