@@ -25,6 +25,10 @@ def worker(index: int, replays: int, size: int, barrier) -> None:
     us = torch_two_stream.replay(graph, replays, device)
     print(f"torch_two_procs.py: process {index} (pid {os.getpid()}): {replays} replays, {us:.1f} us per replay",
           flush=True)
+    torch.cuda.synchronize(device)
+    # Neither exits before both have finished their work: a host time taken by either after this
+    # point is later than every kernel end of both (how a shared time base is checked).
+    barrier.wait()
 
 
 def main() -> int:

@@ -6,8 +6,12 @@
 //   s1:            memcpy a->b (bytes) -> spin_c (2T us) ------------------> join
 //
 // Edges of the captured graph: memset->spin_a, memset->memcpy, spin_a->spin_b, memcpy->spin_c,
-// spin_b->spin_d, spin_c->spin_d. It prints the mean wall time per replay.
+// spin_b->spin_d, spin_c->spin_d. It prints the mean wall time per replay. With --fork it forks
+// once the replays are done, and the child exits at once through exit() (a fork after CUDA
+// initialisation, as some servers do).
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -47,12 +51,13 @@ struct Options {
   int replays = 100;
   std::size_t bytes = std::size_t{1} << 24;
   long long kernel_us = 20;
+  bool fork_child = false;
 };
 
 [[noreturn]] void usage(const char* problem) {
   std::fprintf(stderr,
                "tpgraph-example-graph: %s\n"
-               "usage: tpgraph-example-graph [--replays N (>= 1)] [--bytes B (>= 4)] [--kernel-us T (>= 0)]\n",
+               "usage: tpgraph-example-graph [--replays N (>= 1)] [--bytes B (>= 4)] [--kernel-us T (>= 0)] [--fork]\n",
                problem);
   std::exit(2);
 }
@@ -68,6 +73,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--fork") {
+      o.fork_child = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("no value after " + flag).c_str());
     const char* value = argv[++i];
     if (flag == "--replays") {
@@ -99,22 +108,22 @@ int main(int argc, char** argv) {
   cudaStream_t s1 = nullptr;
   CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
-  cudaEvent_t fork = nullptr;
-  cudaEvent_t join = nullptr;
-  CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  cudaEvent_t fork_event = nullptr;
+  cudaEvent_t join_event = nullptr;
+  CHECK(cudaEventCreateWithFlags(&fork_event, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&join_event, cudaEventDisableTiming));
 
   cudaGraph_t graph = nullptr;
   CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
   CHECK(cudaMemsetAsync(a, 1, o.bytes, s0));
-  CHECK(cudaEventRecord(fork, s0));
-  CHECK(cudaStreamWaitEvent(s1, fork, 0));
+  CHECK(cudaEventRecord(fork_event, s0));
+  CHECK(cudaStreamWaitEvent(s1, fork_event, 0));
   spin_a<<<1, 32, 0, s0>>>(ns, sink);
   spin_b<<<1, 32, 0, s0>>>(ns, sink);
   CHECK(cudaMemcpyAsync(b, a, o.bytes, cudaMemcpyDeviceToDevice, s1));
   spin_c<<<1, 32, 0, s1>>>(2 * ns, sink);
-  CHECK(cudaEventRecord(join, s1));
-  CHECK(cudaStreamWaitEvent(s0, join, 0));
+  CHECK(cudaEventRecord(join_event, s1));
+  CHECK(cudaStreamWaitEvent(s0, join_event, 0));
   spin_d<<<1, 32, 0, s0>>>(ns, sink);
   CHECK(cudaGetLastError());
   CHECK(cudaStreamEndCapture(s0, &graph));
@@ -131,11 +140,28 @@ int main(int argc, char** argv) {
   std::printf("tpgraph-example-graph: %d replays of 6 nodes (4 kernels, 1 memcpy of %zu bytes, 1 memset), "
               "%.1f us per replay\n",
               o.replays, o.bytes, us);
+  std::fflush(stdout);
+
+  if (o.fork_child) {
+    const pid_t child = fork();
+    if (child < 0) {
+      std::perror("tpgraph-example-graph: fork");
+      return 1;
+    }
+    if (child == 0) std::exit(0);  // runs the atexit handlers the parent installed
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "tpgraph-example-graph: the forked child did not exit cleanly\n");
+      return 1;
+    }
+    CHECK(cudaGraphLaunch(exec, s0));  // the parent goes on using CUDA after the fork
+    CHECK(cudaStreamSynchronize(s0));
+  }
 
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
-  CHECK(cudaEventDestroy(join));
-  CHECK(cudaEventDestroy(fork));
+  CHECK(cudaEventDestroy(join_event));
+  CHECK(cudaEventDestroy(fork_event));
   CHECK(cudaStreamDestroy(s1));
   CHECK(cudaStreamDestroy(s0));
   CHECK(cudaFree(sink));
