@@ -157,13 +157,10 @@ int node_index(const TracedGraph& g, const std::string& type, const std::string&
   return -1;
 }
 
-
 }  // namespace
 
 TEST_CASE("trace: the example's graph, records and launches come back complete", "[gpu][trace]") {
-  if (!have_example()) {
-    TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
-  }
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
   const TraceDir dir;
   const int status = wait_exit(spawn_example(dir, {"--replays", std::to_string(kReplays), "--kernel-us", "20"}));
   REQUIRE(WIFEXITED(status));
@@ -242,9 +239,7 @@ TEST_CASE("trace: the example's graph, records and launches come back complete",
 }
 
 TEST_CASE("trace: a process killed mid-run keeps what was recorded and reads as cut short", "[gpu][trace]") {
-  if (!have_example()) {
-    TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
-  }
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
   const TraceDir dir;
   // About 100 us per replay: a minute of work, killed once records have reached the file.
   const pid_t pid = spawn_example(dir, {"--replays", "600000", "--kernel-us", "20"});
@@ -277,9 +272,7 @@ TEST_CASE("trace: a process killed mid-run keeps what was recorded and reads as 
 }
 
 TEST_CASE("trace: without TPGRAPH_TRACE_DIR the library records nothing and the program runs", "[gpu][trace]") {
-  if (!have_example()) {
-    TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
-  }
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
   const std::string command = std::string("env -u TPGRAPH_TRACE_DIR CUDA_INJECTION64_PATH=") + TPGRAPH_INJECT_LIBRARY +
                               " " + TPGRAPH_EXAMPLE_GRAPH + " --replays 3 --kernel-us 1 > /dev/null";
   CHECK(std::system(command.c_str()) == 0);
