@@ -297,7 +297,7 @@ TEST_CASE("trace: PyTorch's two-stream graph replays resolve to its captured nod
   if (!have_torch()) TRACE_SKIP("python3 with a CUDA PyTorch is not available");
   const TraceDir dir;
   const std::string script = std::string(TPGRAPH_SOURCE_DIR) + "/examples/torch_two_stream.py";
-  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "20", "--size", "512"}));
+  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "20", "--size", "2048"}));
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   const auto files = dir.files();
@@ -318,7 +318,7 @@ TEST_CASE("trace: two processes on one GPU share one time base", "[gpu][trace][t
   if (!have_torch()) TRACE_SKIP("python3 with a CUDA PyTorch is not available");
   const TraceDir dir;
   const std::string script = std::string(TPGRAPH_SOURCE_DIR) + "/examples/torch_two_procs.py";
-  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "50", "--size", "1024"}));
+  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "50", "--size", "2048"}));
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   std::vector<ProcessFile> with_work;
