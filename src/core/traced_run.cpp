@@ -510,7 +510,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
         if (s < 0) continue;
         const Slot& slot = index[p].slots[static_cast<std::size_t>(s)];
         if (index[p].graph_fingerprint[static_cast<std::size_t>(slot.graph)] != grp.fp) continue;
-        ActivityRecord a = files[p].records[r];
+        // Each record belongs to one graph, so it is moved, never copied (millions of them).
+        ActivityRecord a = std::move(files[p].records[r]);
         a.start_ns = shift(p, a.start_ns);
         a.end_ns = shift(p, a.end_ns);
         a.device = global_device(p, a.device);
