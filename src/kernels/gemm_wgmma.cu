@@ -35,7 +35,7 @@ constexpr int kWgXsBytes = 1024;  // the routed rows' scales, padded so the ring
 // A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
 // stages): its n-th use takes slot n % kStages, and the barrier of that slot completes with phase
 // parity (n / kStages) & 1. Static functions of the use count: the kernel keeps one counter (gc)
-// for every ring it walks, and an object per ring measurably changed the generated code.
+// for every ring it walks, and an object per ring changed the generated SASS.
 template <int kStages>
 struct RingOrder {
   [[nodiscard]] __device__ __forceinline__ static int stage(int n) { return n % kStages; }
@@ -87,6 +87,13 @@ static_assert(offsetof(WgStorage128, ring) % 1024 == 0 && offsetof(WgStorage256V
 static_assert(offsetof(WgStaged128, out) == offsetof(WgStorage128, ring), "the staged outputs lie over the ring");
 static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 * kWgStages,
               "full and empty are one array of barriers to the retiring loop");
+template <bool kV2, int kWarpgroups>
+constexpr bool packed() {  // no padding: the launch asks for exactly the parts' bytes
+  return sizeof(WgSharedStorage<kV2, kWarpgroups>) ==
+         static_cast<std::size_t>(kWgXsBytes + kWgStages * kWgStageBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) +
+                                  2 * 8 * kWgStages);
+}
+static_assert(packed<true, 2>() && packed<true, 4>() && packed<false, 2>() && packed<false, 4>());
 
 // A warp's weights in the wgmma kernel: the chunks of `items` row blocks one after the other
 // (global chunk gc = item * chunks + c), item r's tile 4 * kWarpgroups tiles after item r-1's.

@@ -112,6 +112,14 @@ __device__ __forceinline__ void mbar_inval(std::uint32_t bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
+// ---- proxies (sm_90) -------------------------------------------------------------------------------
+
+// Orders this thread's ordinary shared-memory writes before later reads by the asynchronous proxy
+// (wgmma's shared operands, bulk copies out of shared memory). Data the TMA wrote needs none.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // ---- bulk copies (sm_90, the Tensor Memory Accelerator), completing on an mbarrier ---------------
 
 // `bytes` (a multiple of 16) from global memory to shared memory.
