@@ -364,7 +364,7 @@ TEST_CASE("the streaming limit kernels read, write and copy every byte at every 
         TPG_CUDA(cudaStreamSynchronize(stream.get()));
         const auto written = dst.download();
         CHECK(std::all_of(written.begin(), written.end(), [](std::uint8_t b) { return b == 0x5a; }));
-        // Read the 0x5a fill bench reads: the fold never hits the guarded value, so sink keeps its bytes.
+        // Read back the 0x5a fill (as bench does): its fold never hits the guarded value, so sink keeps its bytes.
         kernels::stream_memory(kernels::StreamKind::read, dst.get(), nullptr, bytes, shape, sink.get(), stream.get());
         TPG_CUDA(cudaStreamSynchronize(stream.get()));
         CHECK(sink.download()[0] == 0xeeeeeeeeu);
