@@ -330,6 +330,9 @@ json variant_to_json(const VariantRun& v) {
               {"host_launch_us", v.host_launch_us},
               {"replay_us_untraced", v.replay_us_untraced},
               {"replay_us_traced", v.replay_us_traced},
+              {"host_costs", json{{"capture_ms", v.costs.capture_ms},
+                                  {"instantiate_ms", v.costs.instantiate_ms},
+                                  {"queued_launch_us", v.costs.queued_launch_us}}},
               {"health", health_to_json(v.health)},
               {"cuda_graph_dot", v.cuda_graph_dot},
               {"output_check", v.output_check ? comparison_to_json(*v.output_check) : json(nullptr)},
@@ -362,6 +365,13 @@ VariantRun variant_from_json(const Reader& r) {
     v.host_launch_us.push_back(launches.at(i).number());
   v.replay_us_untraced = r.at("replay_us_untraced").number();
   v.replay_us_traced = r.at("replay_us_traced").number();
+  if (r.has("host_costs")) {  // absent from records written before the costs were measured
+    const Reader costs = r.at("host_costs");
+    v.costs.capture_ms = costs.at("capture_ms").number();
+    v.costs.instantiate_ms = costs.at("instantiate_ms").number();
+    const Reader queued = costs.at("queued_launch_us");
+    for (std::size_t i = 0; i < queued.size_of_array(); ++i) v.costs.queued_launch_us.push_back(queued.at(i).number());
+  }
   v.health = health_from_json(r.at("health"));
   v.cuda_graph_dot = r.at("cuda_graph_dot").string();
   const Reader check = r.at("output_check");
