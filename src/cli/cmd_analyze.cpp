@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -17,6 +18,7 @@ namespace {
 struct AnalyzeOptions {
   std::string run;
   std::string out;
+  std::optional<int> replay;
 };
 
 bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
@@ -33,9 +35,10 @@ void analyze(const AnalyzeOptions& opts) {
   const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
+  const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
   const auto files = write_run_outputs(run, analysis, dir, !same_folder(dir, from));
   fmt::print("{}\n", render_terminal_table(run, analysis));
-  fmt::print("wrote {} files to {}\n", files.size(), dir.string());
+  fmt::print("{}wrote {} files to {}\n", detail, files.size(), dir.string());
 }
 
 }  // namespace
@@ -46,6 +49,7 @@ void add_analyze_command(CLI::App& app) {
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
   cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
   cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
+  cmd->add_option("--replay", opts->replay, "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
 }
 

@@ -158,6 +158,7 @@ TEST_CASE("trace.json draws cross-rank edges as flows", "[outputs]") {
   std::map<std::uint64_t, int> starts, finishes;
   std::set<std::string> names;
   for (const auto& e : doc["traceEvents"]) {
+    if (e.value("cat", "") != "cross-rank") continue;
     if (e["ph"] == "s") ++starts[e["id"].get<std::uint64_t>()];
     if (e["ph"] == "f") {
       ++finishes[e["id"].get<std::uint64_t>()];
@@ -182,7 +183,8 @@ TEST_CASE("timeline.svg is well-formed XML with lanes, a legend and the largest 
   CHECK(contains(svg, "rank 1"));
   CHECK(contains(svg, "wait (start - ready)"));
   CHECK(contains(svg, "serial &lt;&amp;&gt; &quot;quoted&quot;"));
-  CHECK(contains(svg, "r1.quant_z waited 72.0 µs after replay start"));
+  // Ready at the replay's start, it waited 72 µs: 70 while rank 0's chain held the GPU, 2 idle.
+  CHECK(contains(svg, "r1.quant_z waited 72.0 µs: contention 70.0 (r0.quant_z 10.0, r0.gate 10.0, r0.up 10.0, others 40.0), idle 2.0"));
   CHECK(contains(svg, "url(#wait-hatch)"));
 }
 
