@@ -35,8 +35,9 @@ std::string_view kind_colour(NodeKind k) {
   return "#000000";
 }
 
-constexpr std::array kLegendKinds = {NodeKind::busy,    NodeKind::quantize, NodeKind::gemm, NodeKind::swiglu,
-                                     NodeKind::combine, NodeKind::reduce,   NodeKind::copy};
+constexpr std::array kLegendKinds = {NodeKind::busy,    NodeKind::quantize, NodeKind::gemm,   NodeKind::swiglu,
+                                     NodeKind::combine, NodeKind::reduce,   NodeKind::copy,   NodeKind::kernel,
+                                     NodeKind::memset};
 
 // A tick step of 1, 2 or 5 times a power of ten giving about eight ticks over `span`.
 double tick_step(double span) {

@@ -294,3 +294,203 @@ TEST_CASE("variant folders are safe names and unique", "[outputs]") {
   const auto names = variant_folder_names(run);
   CHECK(names == std::vector<std::string>{"join", "join-2", "variant.._x_y"});
 }
+
+namespace {
+
+// Two ranks on one GPU taking turns: each node waits 10 µs while the other rank's node runs.
+RunData turns_run(int replays = 3) {
+  return single_variant_run(scheduled_variant(small_scenario("turns", replays), {0, 10'000}, 10'000, 10'000));
+}
+
+struct SvgText {
+  double x = 0, y = 0;
+  std::string text;
+};
+
+// Every <text class="wait-label" ...> of an SVG, with its position.
+std::vector<SvgText> wait_labels(const std::string& svg) {
+  std::vector<SvgText> out;
+  const std::string open = "<text class=\"wait-label\" x=\"";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    SvgText t;
+    const auto x_at = at + open.size();
+    t.x = std::stod(svg.substr(x_at));
+    const auto y_at = svg.find("y=\"", x_at) + 3;
+    t.y = std::stod(svg.substr(y_at));
+    const auto body = svg.find('>', y_at) + 1;
+    t.text = svg.substr(body, svg.find("</text>", body) - body);
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::size_t chars(const std::string& s) {
+  // XML entities count as one character, UTF-8 continuation bytes as none.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (s[i] == '&') i = s.find(';', i);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every output says which overlap decided the verdict and what the other one says", "[outputs][why]") {
+  const RunData run = turns_run();
+  const RunAnalysis a = analyze_run(run);
+  const std::string basis = verdict_basis_text(a.variants[0]);
+  CHECK(contains(basis, "SERIALIZED on busy overlap 0.00"));
+  CHECK(contains(basis, "alone it would say OVERLAPPED"));
+  CHECK(contains(render_terminal_table(run, a), basis));
+  CHECK(contains(render_report_markdown(run, a), basis));
+  const json report = json::parse(render_report_json(run, a));
+  const json& summary = report["variants"][0]["summary"];
+  CHECK(summary["verdict"] == "SERIALIZED");
+  CHECK(summary["verdict_basis"] == "busy");
+  CHECK(summary["window_verdict"] == "OVERLAPPED");
+  CHECK(summary["verdict_text"] == basis);
+  const json trace = json::parse(render_chrome_trace(run, a, 0));
+  CHECK(trace["otherData"]["verdict_basis"] == "busy");
+  CHECK(trace["otherData"]["verdict_text"] == basis);
+  CHECK(contains(render_timeline_svg(run, a, 0), xml_escape(basis)));
+  for (const std::string& text : {render_terminal_table(run, a), render_report_markdown(run, a)})
+    CHECK(contains(text, "the overlap that decides is the busy overlap"));
+}
+
+TEST_CASE("the report names each wait's parts and occupants", "[outputs][why]") {
+  const RunData run = turns_run();
+  const RunAnalysis a = analyze_run(run);
+  // Every wait is 10 µs; the first of equals in node order leads the terminal's top waits.
+  CHECK(contains(render_terminal_table(run, a), "top waits: r0.gate waited 10.0 µs: contention 10.0 (r1.quant_z 10.0)"));
+  CHECK(contains(render_report_markdown(run, a), "waited 10.0 µs: contention 10.0 (r0.gate 10.0)"));
+  const json report = json::parse(render_report_json(run, a));
+  CHECK(report["schema_version"] == 2);
+  bool found = false;
+  for (const auto& w : report["variants"][0]["summary"]["node_waits"]) {
+    if (w["label"] != "r1.gate") continue;
+    found = true;
+    CHECK(w["typical"]["contention_us"] == 10.0);
+    CHECK(w["typical"]["idle_us"] == 0.0);
+    CHECK(w["typical"]["occupants"][0]["label"] == "r0.gate");
+    CHECK(w["contention_us"]["median"] == 10.0);
+    CHECK(w["duration_us"]["median"] == 10.0);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("report.json carries the critical path, outliers and steadiness", "[outputs][why]") {
+  VariantRun v = scheduled_variant(small_scenario("outlier", 12), {0, 1'000});
+  for (auto& rec : v.records) {
+    if (rec.replay != 6 || v.graph.nodes[static_cast<std::size_t>(rec.node)].rank != 1) continue;
+    rec.start_ns += 30'000;
+    rec.end_ns += 30'000;
+  }
+  const RunData run = single_variant_run(std::move(v));
+  const RunAnalysis a = analyze_run(run);
+  const json r = json::parse(render_report_json(run, a));
+  const json& s = r["variants"][0]["summary"];
+  REQUIRE(s["outliers"].size() == 1);
+  CHECK(s["outliers"][0]["replay"] == 6);
+  CHECK(s["outliers"][0]["late_label"] == "r1.quant_z");
+  CHECK(s["outliers"][0]["late_wait"]["contention_us"] == 31.0);
+  CHECK(s["outlier_rule"]["threshold_us"] == Approx(3.55));
+  CHECK(s["steadiness"]["steady"] == true);
+  CHECK(s["critical_path"]["speedup_label"].is_string());
+  const int typical = s["critical_path"]["typical_replay"];
+  for (const auto& rt : r["variants"][0]["replays"]) {
+    const bool listed = rt["replay"] == typical || rt["replay"] == 6;
+    CHECK(rt["critical_path"].is_array() == listed);
+    if (!listed) continue;
+    double total = 0;
+    for (const auto& l : rt["critical_path"]) total += l["us"].get<double>();
+    CHECK(total == Approx(rt["span_us"].get<double>()));
+  }
+  const std::string md = render_report_markdown(run, a);
+  CHECK(contains(md, "replay 6: span 101.0 µs, OVERLAPPED; r1.quant_z started +30.0 µs from its usual offset, "
+                     "waited 31.0 µs: contention 31.0"));
+  CHECK(contains(md, "Steadiness: steady"));
+  CHECK(contains(render_terminal_table(run, a), "outliers: 1 of 12 replays; furthest: replay 6"));
+}
+
+TEST_CASE("trace.json draws a flow from the node that held the GPU to the node that waited", "[outputs][why]") {
+  const RunData run = turns_run(1);
+  const RunAnalysis a = analyze_run(run);
+  const json doc = json::parse(render_chrome_trace(run, a, 0));
+  std::map<std::uint64_t, std::pair<json, json>> flows;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.value("cat", "") != "contention") continue;
+    (e["ph"] == "s" ? flows[e["id"]].first : flows[e["id"]].second) = e;
+  }
+  // Every node but the first waited 10 µs on the other rank's node: 13 flows in one replay.
+  CHECK(flows.size() == 13);
+  bool gate = false;
+  for (const auto& [id, sf] : flows) {
+    REQUIRE(sf.first.is_object());
+    REQUIRE(sf.second.is_object());
+    if (sf.first["name"] != "r0.gate held the GPU: r1.gate waited 10.0 µs") continue;
+    gate = true;
+    CHECK(sf.first["pid"] == 1);   // from rank 0's r0.gate
+    CHECK(sf.second["pid"] == 2);  // to rank 1's r1.gate, at its start
+    CHECK(sf.second["ts"].get<double>() - sf.first["ts"].get<double>() == Approx(0.001));
+  }
+  CHECK(gate);
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" || e["name"] != "r1.gate") continue;
+    CHECK(e["args"]["contention_us"] == 10.0);
+    CHECK(e["args"]["waited_for"] == "r0.gate");
+  }
+}
+
+TEST_CASE("wait labels in timeline.svg never overlap one another", "[outputs][why]") {
+  // Many waits of 10 µs, 20 µs apart: at this scale every label is wider than the gap between them.
+  const RunData run = turns_run();
+  const RunAnalysis a = analyze_run(run);
+  SvgOptions options;
+  options.waits_marked = 40;
+  const std::string svg = render_timeline_svg(run, a, 0, options);
+  CHECK(xml_problem(svg).empty());
+  const auto labels = wait_labels(svg);
+  REQUIRE(labels.size() >= 4);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    for (std::size_t j = i + 1; j < labels.size(); ++j) {
+      if (labels[i].y != labels[j].y) continue;
+      const double i1 = labels[i].x + kSvgLabelCharPx * static_cast<double>(chars(labels[i].text));
+      const double j1 = labels[j].x + kSvgLabelCharPx * static_cast<double>(chars(labels[j].text));
+      INFO(labels[i].text << " | " << labels[j].text);
+      CHECK((i1 <= labels[j].x || j1 <= labels[i].x));
+    }
+  }
+  // Rows are used before labels are dropped: both rows of a lane hold one.
+  std::set<double> rows;
+  for (const auto& l : labels) rows.insert(l.y);
+  CHECK(rows.size() >= 2 * 2);
+  // The hatched bars of dropped labels remain (with the text as a tooltip).
+  std::size_t bars = 0;
+  for (auto at = svg.find("url(#wait-hatch)\" stroke"); at != std::string::npos;
+       at = svg.find("url(#wait-hatch)\" stroke", at + 1))
+    ++bars;
+  CHECK(bars > labels.size());
+}
+
+TEST_CASE("analyze --replay prints one replay in full and refuses a replay the run does not have", "[outputs][why]") {
+  const RunData run = turns_run();
+  const RunAnalysis a = analyze_run(run);
+  const std::string text = render_replay_detail(run, a, 1);
+  INFO(text);
+  CHECK(contains(text, "turns · replay 1 · span 140.0 µs"));
+  CHECK(contains(text, "verdict SERIALIZED on busy overlap 0.0000 (window 0.9231, busy 0.0000"));
+  CHECK(contains(text, "waited 10.0 µs: contention 10.0 (r0.gate 10.0)"));
+  CHECK(contains(text, "critical path (14 links, adding up to the span)"));
+  CHECK(contains(text, "r0.quant_z ran (held the GPU while r1.quant_z waited)"));
+  for (const int bad : {-1, 3}) {
+    INFO(bad);
+    CHECK_THROWS_AS(render_replay_detail(run, a, bad), InputError);
+  }
+  try {
+    (void)render_replay_detail(run, a, 3);
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) == "--replay 3: not a replay of this run (it has replays 0..2)");
+  }
+}
