@@ -148,8 +148,10 @@ std::string outlier_text(const VariantRun& run, const VariantTimeline& v, const 
     out += fmt::format("; {} started {:+.1f} µs from its usual offset, {}", node_name(run.graph, o.late_node),
                        o.late_by_us, wait_parts_text(run.graph, t.wait_us, t.parts, t.ready_from));
     if (const NodeWaitSummary* w = v.wait_of(o.late_node))
-      out += fmt::format(" (median {:.1f})", w->wait_us.median);
+      out += fmt::format(" (its median wait {:.1f})", w->wait_us.median);
   }
+  if (o.slow_node >= 0 && o.slow_by_us >= 0.05)
+    out += fmt::format("; {} ran {:.1f} µs longer than its median", node_name(run.graph, o.slow_node), o.slow_by_us);
   return out;
 }
 
@@ -418,6 +420,9 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
              {"late_label", o.late_node >= 0 ? json(node_name(vr.graph, o.late_node)) : json(nullptr)},
              {"late_by_us", us3(o.late_by_us)},
              {"excess_wait_us", us3(o.excess_wait_us)},
+             {"slow_node", o.slow_node},
+             {"slow_label", o.slow_node >= 0 ? json(node_name(vr.graph, o.slow_node)) : json(nullptr)},
+             {"slow_by_us", us3(o.slow_by_us)},
              {"text", outlier_text(vr, v, o)}};
     if (o.late_node >= 0) {
       const NodeTiming& t = v.timings[static_cast<std::size_t>(o.replay)][static_cast<std::size_t>(o.late_node)];

@@ -720,6 +720,11 @@ VariantTimeline analyze_variant(const VariantRun& v) {
         o.excess_wait_us = excess;
         o.late_by_us = ns_to_us(nodes[n].start_ns, rt.begin_ns) - median_offset[n];
       }
+      const double slower = ns_to_us(nodes[n].end_ns, nodes[n].start_ns) - w->duration_us.median;
+      if (o.slow_node < 0 || slower > o.slow_by_us) {
+        o.slow_node = static_cast<int>(n);
+        o.slow_by_us = slower;
+      }
     }
     out.outliers.push_back(o);
   }

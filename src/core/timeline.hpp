@@ -208,6 +208,9 @@ struct OutlierReplay {
   int late_node = -1;
   double late_by_us = 0;      // its start offset in the replay minus its median start offset
   double excess_wait_us = 0;  // its wait minus its median wait
+  // The node that ran longest beyond its median duration (a slower GPU lengthens every wait too).
+  int slow_node = -1;
+  double slow_by_us = 0;  // its duration minus its median duration
 };
 
 struct Steadiness {

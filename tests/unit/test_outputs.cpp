@@ -410,6 +410,7 @@ TEST_CASE("report.json carries the critical path, outliers and steadiness", "[ou
   const std::string md = render_report_markdown(run, a);
   CHECK(contains(md, "replay 6: span 101.0 µs, OVERLAPPED; r1.quant_z started +30.0 µs from its usual offset, "
                      "waited 31.0 µs: contention 31.0"));
+  CHECK(contains(md, "(its median wait 1.0)"));
   CHECK(contains(md, "Steadiness: steady"));
   CHECK(contains(render_terminal_table(run, a), "outliers: 1 of 12 replays; furthest: replay 6"));
 }

@@ -488,8 +488,28 @@ TEST_CASE("a replay whose rank started late is an outlier, named with the node a
   const NodeTiming& t = v.timings[6][static_cast<std::size_t>(o.late_node)];
   CHECK(t.wait_us == Approx(31.0));
   CHECK(t.parts.contention_us == Approx(31.0));  // rank 0's chain held the GPU all along
+  CHECK(o.slow_by_us == Approx(0.0));              // no node ran longer than usual
   CHECK(v.steadiness.known);
   CHECK(v.steadiness.steady);
+}
+
+TEST_CASE("an outlier replay names the node that ran longer than usual", "[timeline][why]") {
+  VariantRun run = scheduled_variant(small_scenario("slow-gemm", 10), {0, 1'000}, 10'000, 1'000);
+  // Replay 4: r0.gate runs 20 µs longer; everything after it on rank 0 moves with it.
+  const Node* gate = run.graph.find("r0.gate");
+  std::uint64_t gate_start = 0;
+  for (const auto& a : run.records)
+    if (a.replay == 4 && a.node == gate->id) gate_start = a.start_ns;
+  for (auto& a : run.records) {
+    if (a.replay != 4 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 0 || a.start_ns < gate_start) continue;
+    if (a.node != gate->id) a.start_ns += 20'000;
+    a.end_ns += 20'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  REQUIRE(v.outliers.size() == 1);
+  CHECK(v.outliers[0].replay == 4);
+  CHECK(v.outliers[0].slow_node == gate->id);
+  CHECK(v.outliers[0].slow_by_us == Approx(20.0));
 }
 
 TEST_CASE("a run whose last replays are slower than its first is not steady", "[timeline][why]") {
