@@ -151,11 +151,14 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
   }
 
   // Contention: an arrow from the node that held the GPU longest while a node waited to that node's
-  // start (from the occupant's end, or from the waiting node's start where the occupant still ran).
+  // start (from the occupant's end, or from the waiting node's start where the occupant still ran),
+  // for occupants of 1 µs or more.
   for (const auto& [key, to] : placed) {
     const auto [replay, node] = key;
     const NodeTiming& t = v.timings[static_cast<std::size_t>(replay)][static_cast<std::size_t>(node)];
-    if (t.parts.occupants.empty() || t.parts.occupants.front().other_replay) continue;
+    // Under a µs of contention is a kernel tail, not a reason to wait: no arrow.
+    if (t.parts.occupants.empty() || t.parts.occupants.front().other_replay || t.parts.occupants.front().us < 1.0)
+      continue;
     const int occupant = t.parts.occupants.front().node;
     const auto from_it = placed.find({replay, occupant});
     if (occupant < 0 || from_it == placed.end()) continue;
