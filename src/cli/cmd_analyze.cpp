@@ -49,7 +49,8 @@ void add_analyze_command(CLI::App& app) {
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
   cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
   cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
-  cmd->add_option("--replay", opts->replay, "also print this replay (0-based) in full: every node's wait and why, the critical path");
+  cmd->add_option("--replay", opts->replay,
+                  "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
 }
 

@@ -547,3 +547,40 @@ TEST_CASE("a replay whose verdict departs from the variant's is an outlier", "[t
   CHECK(v.outliers[0].verdict == Verdict::serialized);
   CHECK(v.outliers[0].verdict_departs);
 }
+
+TEST_CASE("work of an overlapping replay is contention, named as another replay's", "[timeline][why]") {
+  // Replay 1 begins before replay 0 has ended: its b waits for replay 0's b to leave the GPU.
+  HandBuilt h(1, 2);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(0, 0, "b");
+  h.edge(a, b);
+  const auto put = [&](int node, int replay, std::uint64_t start_us, std::uint64_t end_us) {
+    ActivityRecord r;
+    r.start_ns = kClock0 + start_us * 1000;
+    r.end_ns = kClock0 + end_us * 1000;
+    r.node = node;
+    r.replay = replay;
+    h.v.records.push_back(r);
+  };
+  put(a, 0, 0, 10);
+  put(b, 0, 10, 100);
+  put(a, 1, 20, 30);
+  put(b, 1, 100, 110);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[1][static_cast<std::size_t>(b)];
+  CHECK(t.wait_us == Approx(70.0));
+  CHECK(t.parts.contention_us == Approx(70.0));
+  REQUIRE(t.parts.occupants.size() == 1);
+  CHECK(t.parts.occupants[0].node == b);
+  CHECK(t.parts.occupants[0].other_replay);
+  // On the critical path the other replay's work is a contention link of b, not a run.
+  const auto& path = v.replays[1].critical_path;
+  REQUIRE(path.size() == 3);
+  CHECK(path[0].kind == PathLinkKind::run);
+  CHECK(path[0].node == a);
+  CHECK(path[1].kind == PathLinkKind::contention);
+  CHECK(path[1].node == b);
+  CHECK(path[1].occupant == b);
+  CHECK(path[1].us == Approx(70.0));
+  CHECK(path[2].node == b);
+}
