@@ -302,6 +302,9 @@ std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& anal
     const std::string note = shared_gpu_note(run.env, analysis.variants[i]);
     if (!note.empty() && seen.insert(note).second) lines.push_back("NOTE: " + note);
   }
+  for (const auto& v : analysis.variants)
+    if (v.steadiness.known && !v.steadiness.steady)
+      lines.push_back(fmt::format("NOTE: {} is {} — its early and late replays differ, so its medians describe neither", v.name, steadiness_text(v)));
   return lines;
 }
 

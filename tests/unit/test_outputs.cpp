@@ -415,6 +415,25 @@ TEST_CASE("report.json carries the critical path, outliers and steadiness", "[ou
   CHECK(contains(render_terminal_table(run, a), "outliers: 1 of 12 replays; furthest: replay 6"));
 }
 
+TEST_CASE("a run that is not steady says so above the table in the terminal and report.md", "[outputs][why]") {
+  VariantRun v = scheduled_variant(small_scenario("drift", 12), {0, 1'000});
+  for (auto& rec : v.records) {
+    if (rec.replay < 8 || v.graph.nodes[static_cast<std::size_t>(rec.node)].rank != 1) continue;
+    rec.start_ns += 40'000;
+    rec.end_ns += 40'000;
+  }
+  const RunData run = single_variant_run(std::move(v));
+  const RunAnalysis a = analyze_run(run);
+  const std::string line = "NOTE: drift is NOT STEADY: median span 71.0 µs in the first 3 replays, 111.0 µs in the last 3";
+  CHECK(contains(render_terminal_table(run, a), line));
+  CHECK(contains(render_report_markdown(run, a), line));
+  const json r = json::parse(render_report_json(run, a));
+  CHECK(contains(r["banners"].dump(), "drift is NOT STEADY"));
+  CHECK(r["variants"][0]["summary"]["steadiness"]["steady"] == false);
+  const RunData steady = turns_run(12);
+  CHECK_FALSE(contains(render_terminal_table(steady, analyze_run(steady)), "NOT STEADY"));
+}
+
 TEST_CASE("trace.json draws a flow from the node that held the GPU to the node that waited", "[outputs][why]") {
   const RunData run = turns_run(1);
   const RunAnalysis a = analyze_run(run);
