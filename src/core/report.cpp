@@ -304,7 +304,8 @@ std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& anal
   }
   for (const auto& v : analysis.variants)
     if (v.steadiness.known && !v.steadiness.steady)
-      lines.push_back(fmt::format("NOTE: {} is {} — its early and late replays differ, so its medians describe neither", v.name, steadiness_text(v)));
+      lines.push_back(fmt::format("NOTE: {} is {} — its early and late replays differ, so its medians describe neither",
+                                  v.name, steadiness_text(v)));
   return lines;
 }
 
