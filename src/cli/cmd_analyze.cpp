@@ -10,6 +10,7 @@
 #include "core/report.hpp"
 #include "core/run_data.hpp"
 #include "core/run_outputs.hpp"
+#include "core/traced_run.hpp"
 
 namespace tpgraph::cli {
 
@@ -18,6 +19,8 @@ namespace {
 struct AnalyzeOptions {
   std::string run;
   std::string out;
+  bool assume_synced = false;
+  bool align_collectives = false;
   std::optional<int> replay;
 };
 
@@ -28,6 +31,20 @@ bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b)
 }
 
 void analyze(const AnalyzeOptions& opts) {
+  if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
+    const std::filesystem::path from = opts.run;
+    const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
+    std::string detail;
+    if (opts.replay) {
+      const TracedRun traced = merge_traces(read_process_files(from / "procs"),
+                                            merge_options(opts.assume_synced, opts.align_collectives));
+      detail = render_replay_detail(traced.run, analyze_run(traced.run), *opts.replay);
+    }
+    const std::size_t written =
+        analyze_trace_folder(from, dir, merge_options(opts.assume_synced, opts.align_collectives));
+    fmt::print("{}wrote {} files to {}\n", detail, written, dir.string());
+    return;
+  }
   const std::filesystem::path records = resolve_records_path(opts.run);
   const RunData run = load_raw_records(records);
   std::filesystem::path from = records.parent_path();
@@ -49,6 +66,9 @@ void add_analyze_command(CLI::App& app) {
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
   cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
   cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
+  cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
+  cmd->add_flag("--align-collectives", opts->align_collectives,
+                "a trace from several hosts: align their clocks on matched collective ends");
   cmd->add_option("--replay", opts->replay,
                   "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
