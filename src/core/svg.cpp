@@ -60,10 +60,10 @@ struct Mark {
   double wait_us = 0;
 };
 
-// A node's name to write inside its bar, from x0 with room up to x1.
+// A node's name to write inside its bar (which is wide enough for it), from x0.
 struct Name {
   int rank = 0;
-  double x0 = 0, x1 = 0, y = 0;
+  double x0 = 0, y = 0;
   std::string text;
 };
 
@@ -233,7 +233,7 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
                      xml_escape(fmt::format("{} (replay {}): {:.1f} µs, waited {:.1f} µs", node.label, r,
                                             static_cast<double>(t.end_ns - t.start_ns) / 1000.0, t.wait_us)));
       if (w > 4 + kSvgLabelCharPx * static_cast<double>(display_chars(node.label)))
-        names.push_back(Name{node.rank, x + 2, x + w - 2, y + 16, node.label});
+        names.push_back(Name{node.rank, x + 2, y + 16, node.label});
       marks.push_back(Mark{r, static_cast<int>(n), t.wait_us});
     }
   }
