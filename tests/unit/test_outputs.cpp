@@ -514,3 +514,35 @@ TEST_CASE("analyze --replay prints one replay in full and refuses a replay the r
     CHECK(std::string(e.what()) == "--replay 3: not a replay of this run (it has replays 0..2)");
   }
 }
+
+TEST_CASE("every writer reads a traced program's graph: kernel nodes, three ranks, two GPUs", "[outputs][why]") {
+  HandBuilt h(3, 2);
+  const int a0 = h.node(0, 0, "r0.gemm");
+  const int b0 = h.node(0, 0, "r0.ncclAllReduce");
+  const int a1 = h.node(1, 0, "r1.gemm");
+  const int a2 = h.node(2, 1, "r2.gemm");
+  h.edge(a0, b0);
+  for (int replay = 0; replay < 2; ++replay) {
+    h.record(a0, 0, 10, replay);
+    h.record(a1, 10, 20, replay);
+    h.record(b0, 25, 30, replay);
+    h.record(a2, 0, 30, replay);
+  }
+  h.v.ranks_share_gpu = true;
+  RunData run = single_variant_run(h.v);
+  run.env.devices.push_back(DeviceInfo{1, "NVIDIA H200", 132, 150'000'000'000, "0000:2a:00.0"});
+  const RunAnalysis a = analyze_run(run);
+  const std::string md = render_report_markdown(run, a);
+  CHECK(contains(render_terminal_table(run, a), "r0.ncclAllReduce waited 15.0 µs: contention 10.0 (r1.gemm 10.0), idle 5.0"));
+  CHECK(contains(md, "| r0.ncclAllReduce | r0 | kernel | r0.gemm |"));
+  CHECK(contains(md, verdict_basis_text(a.variants[0])));
+  CHECK(contains(verdict_basis_text(a.variants[0]), "busy overlap for ranks on the root's GPU"));
+  const json r = json::parse(render_report_json(run, a));
+  CHECK(r["variants"][0]["summary"]["verdict_basis"] == "busy or window per rank");
+  CHECK(json::parse(render_chrome_trace(run, a, 0))["otherData"]["verdict_basis"] == "busy or window per rank");
+  const std::string svg = render_timeline_svg(run, a, 0);
+  INFO(xml_problem(svg));
+  CHECK(xml_problem(svg).empty());
+  CHECK(contains(svg, "rank 2"));
+  CHECK(contains(render_replay_detail(run, a, 1), "r0.ncclAllReduce"));
+}

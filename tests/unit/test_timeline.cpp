@@ -584,3 +584,30 @@ TEST_CASE("work of an overlapping replay is contention, named as another replay'
   CHECK(path[1].us == Approx(70.0));
   CHECK(path[2].node == b);
 }
+
+TEST_CASE("with ranks on the root's GPU and on another, each rank is judged on its own basis", "[timeline][why]") {
+  // r0 and r1 share GPU 0 and take turns (busy overlap 0, windows shared); r2 on GPU 1 runs beside r0.
+  HandBuilt h(3);
+  const int a0 = h.node(0, 0, "a0");
+  const int b0 = h.node(0, 0, "b0");
+  const int a1 = h.node(1, 0, "a1");
+  const int b1 = h.node(1, 0, "b1");
+  const int a2 = h.node(2, 1, "a2");
+  h.edge(a0, b0);
+  h.edge(a1, b1);
+  h.record(a0, 0, 10);
+  h.record(a1, 10, 20);
+  h.record(b0, 20, 30);
+  h.record(b1, 30, 40);
+  h.record(a2, 0, 30);
+  const VariantTimeline v = analyze_variant(h.v);
+  CHECK(v.basis == OverlapBasis::mixed);
+  const ReplayTimeline& rt = v.replays[0];
+  REQUIRE(rt.busy_vs_root[1].has_value());
+  CHECK(*rt.busy_vs_root[1] == 0.0);
+  CHECK(*rt.overlap_vs_root[1] == Approx(2.0 / 3.0));  // windows 0..30 and 10..40
+  CHECK(*rt.overlap_vs_root[2] == Approx(1.0));
+  CHECK(*rt.verdict_overlap == 0.0);  // r1's busy overlap decides
+  CHECK(rt.verdict == Verdict::serialized);
+  CHECK(v.window_verdict == Verdict::overlapped);
+}
