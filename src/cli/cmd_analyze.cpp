@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -20,6 +21,7 @@ struct AnalyzeOptions {
   std::string out;
   bool assume_synced = false;
   bool align_collectives = false;
+  std::optional<int> replay;
 };
 
 bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
@@ -32,9 +34,15 @@ void analyze(const AnalyzeOptions& opts) {
   if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
     const std::filesystem::path from = opts.run;
     const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
+    std::string detail;
+    if (opts.replay) {
+      const TracedRun traced = merge_traces(read_process_files(from / "procs"),
+                                            merge_options(opts.assume_synced, opts.align_collectives));
+      detail = render_replay_detail(traced.run, analyze_run(traced.run), *opts.replay);
+    }
     const std::size_t written =
         analyze_trace_folder(from, dir, merge_options(opts.assume_synced, opts.align_collectives));
-    fmt::print("wrote {} files to {}\n", written, dir.string());
+    fmt::print("{}wrote {} files to {}\n", detail, written, dir.string());
     return;
   }
   const std::filesystem::path records = resolve_records_path(opts.run);
@@ -44,9 +52,10 @@ void analyze(const AnalyzeOptions& opts) {
   const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
+  const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
   const auto files = write_run_outputs(run, analysis, dir, !same_folder(dir, from));
   fmt::print("{}\n", render_terminal_table(run, analysis));
-  fmt::print("wrote {} files to {}\n", files.size(), dir.string());
+  fmt::print("{}wrote {} files to {}\n", detail, files.size(), dir.string());
 }
 
 }  // namespace
@@ -60,6 +69,8 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "a trace from several hosts: align their clocks on matched collective ends");
+  cmd->add_option("--replay", opts->replay,
+                  "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
 }
 
