@@ -259,6 +259,19 @@ class Table {
   std::vector<Row> rows_;
 };
 
+// "host: capture 3.1 ms, instantiate 1.2 ms, launch 28.5 µs from idle, 9.8 µs queued"; "" when not measured.
+std::string host_costs_text(const VariantRun& vr) {
+  const HostCosts& c = vr.costs;
+  if (c.capture_ms <= 0 && c.instantiate_ms <= 0 && c.queued_launch_us.empty()) return "";
+  std::string out = "host:";
+  if (c.capture_ms > 0) out += fmt::format(" capture {:.2f} ms, instantiate {:.2f} ms,", c.capture_ms, c.instantiate_ms);
+  const Stats idle = summarize(vr.host_launch_us);
+  const Stats queued = summarize(c.queued_launch_us);
+  if (idle.count) out += fmt::format(" launch {:.1f} µs from idle", idle.median);
+  if (queued.count) out += fmt::format("{} {:.1f} µs queued back to back", idle.count ? "," : " launch", queued.median);
+  return out;
+}
+
 // The side-by-side table both the terminal and report.md show.
 Table summary_table(const RunData& run, const RunAnalysis& analysis, bool waits_as_lines) {
   Table t({"variant", "rank", "GPU", "offset µs", "span µs", "cupti/event", "overlap", "verdict", "launch µs",
@@ -286,6 +299,7 @@ Table summary_table(const RunData& run, const RunAnalysis& analysis, bool waits_
       t.line(fmt::format("    outliers: {} of {} replays{}{}", v.outliers.size(), v.replay_count,
                          worst ? "; furthest: " : "", worst ? outlier_text(vr, v, *worst) : ""));
       t.line(fmt::format("    {}", steadiness_text(v)));
+      if (const std::string costs = host_costs_text(vr); !costs.empty()) t.line(fmt::format("    {}", costs));
     }
   }
   return t;
@@ -312,6 +326,8 @@ std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& anal
 // One geometry and replay count for the whole run, or empty when variants differ.
 std::string common_setup(const RunData& run) {
   if (run.variants.empty()) return "no variants";
+  if (std::all_of(run.variants.begin(), run.variants.end(), [](const VariantRun& v) { return v.graph.traced(); }))
+    return fmt::format("traced program · {} graph{} launched", run.variants.size(), run.variants.size() == 1 ? "" : "s");
   const Scenario& s0 = run.variants.front().scenario;
   for (const auto& v : run.variants)
     if (!(v.scenario.geometry == s0.geometry) || v.scenario.replays != s0.replays) return "";
@@ -542,6 +558,10 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
             {"steadiness", steadiness},
             {"ranks", ranks},
             {"host_launch_us", stats_json(v.host_launch_us, 3)},
+            {"host_costs",
+             json{{"capture_ms", round_to(vr.costs.capture_ms, 3)},
+                  {"instantiate_ms", round_to(vr.costs.instantiate_ms, 3)},
+                  {"queued_launch_us", stats_json(summarize(vr.costs.queued_launch_us), 3)}}},
             {"tracing",
              json{{"replay_us_untraced", us3(vr.replay_us_untraced)},
                   {"replay_us_traced", us3(vr.replay_us_traced)},
@@ -709,6 +729,12 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
     if (!banner.empty()) fmt::format_to(it, "**{}**\n\n", banner);
     const std::string shared = shared_gpu_note(run.env, v);
     if (!shared.empty()) fmt::format_to(it, "**NOTE: {}.**\n\n", shared);
+    if (vr.graph.traced()) {
+      fmt::format_to(it, "- {} launches analysed; outputs in `{}/`\n", v.replay_count, folders[i]);
+      for (const auto& note : vr.notes)
+        if (note.starts_with("traced ")) fmt::format_to(it, "- {}\n", note);
+      fmt::format_to(it, "\n");
+    } else
     fmt::format_to(it,
                    "- {}\n- peer copy {}, copy rows {}, join {}, layers {}, root busy {}, alloc {}, issue {}, "
                    "layout {}, weights {}\n- {} replays analysed ({} warm-up dropped); outputs in `{}/`\n\n",
@@ -843,6 +869,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
                      v.host_launch_us.p90, v.host_launch_us.max);
     else
       fmt::format_to(it, "- host launch call: not measured\n");
+    if (const std::string costs = host_costs_text(vr); !costs.empty()) fmt::format_to(it, "- {}\n", costs);
     if (v.tracing_cost)
       fmt::format_to(it, "- CUPTI tracing: {:.1f} µs per replay traced vs {:.1f} µs untraced ({:.3f}x)\n",
                      vr.replay_us_traced, vr.replay_us_untraced, *v.tracing_cost);
