@@ -57,7 +57,8 @@ struct Placed {
 
 }  // namespace
 
-std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant) {
+std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                const ChromeTraceOptions& options) {
   const VariantRun& vr = run.variants.at(variant);
   const VariantTimeline& v = analysis.variants.at(variant);
   const LayerGraph& g = vr.graph;
@@ -68,8 +69,17 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
   std::map<int, std::set<std::uint32_t>> streams_of;  // pid -> stream ids
   std::map<std::pair<int, int>, Placed> placed;       // (replay, node) -> first record's place
   json slices = json::array();
+  // Replays shown: the first max_replays and every outlier (records outside the replays are shown).
+  std::set<int> outlier_replays;
+  for (const auto& o : v.outliers) outlier_replays.insert(o.replay);
+  const auto shown = [&](int replay) {
+    return options.max_replays <= 0 || replay < options.max_replays || outlier_replays.count(replay) > 0;
+  };
+  int replays_shown = 0;
+  for (int r = 0; r < v.replay_count; ++r) replays_shown += shown(r) ? 1 : 0;
   for (const auto& a : vr.records) {
     if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns || a.start_ns < base) continue;
+    if (a.replay >= 0 && !shown(a.replay)) continue;
     const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < g.nodes.size();
     const bool in_range = a.replay >= 0 && a.replay < v.replay_count;
     const int pid = matched ? g.nodes[static_cast<std::size_t>(a.node)].rank + 1 : unmatched_pid;
@@ -192,6 +202,8 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
                    {"collection_clean", v.health.clean() ? "true" : "false"},
                    {"collection", v.health.clean() ? "clean" : banner},
                    {"time_base_ns", fmt::format("{}", base)},
+                   {"replays_shown", fmt::format("{} of {} (the first {} and every outlier)", replays_shown,
+                                                 v.replay_count, options.max_replays)},
                    {"started_at", run.env.started_at}};
   const json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", other}};
   return doc.dump() + "\n";

@@ -12,9 +12,17 @@
 
 namespace tpgraph {
 
+// Perfetto and chrome://tracing load a JSON trace whole: a trace of a million launches would not
+// open. The trace keeps the first `max_replays` replays and every outlier replay; the metadata says
+// how many it shows. 0: every replay.
+inline constexpr int kTraceMaxReplays = 500;
+struct ChromeTraceOptions {
+  int max_replays = kTraceMaxReplays;
+};
+
 // Timestamps are µs with 3 decimals relative to the run's first timestamp (analysis.base_ns), so
 // the traces of one run's variants share one time axis.
 [[nodiscard]] std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
-                                              std::size_t variant);
+                                              std::size_t variant, const ChromeTraceOptions& options = {});
 
 }  // namespace tpgraph

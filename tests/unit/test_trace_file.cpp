@@ -1,5 +1,6 @@
 // The trace side, without a GPU: the per-process record file (writer helpers and reader), the record
 // join, and the merge of several processes into the model the timeline analysis reads.
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/record_join.hpp"
 #include "core/timeline.hpp"
 #include "core/trace_file.hpp"
+#include "core/trace.hpp"
 #include "core/traced_run.hpp"
 
 using namespace tpgraph;
@@ -364,4 +366,27 @@ TEST_CASE("merge: no files means no CUDA work was seen", "[trace]") {
   const TracedRun t = merge_traces({}, {});
   CHECK(t.run.variants.empty());
   CHECK(render_trace_summary(t).find("no CUDA work was seen") != std::string::npos);
+}
+
+TEST_CASE("the Chrome trace of a long run keeps the first replays and the outliers", "[trace]") {
+  FakeProcess fp;
+  fp.launches = 30;
+  const TracedRun t = merge_traces({fp.parsed()}, {});
+  const RunAnalysis a = analyze_run(t.run);
+  const auto slices = [](const std::string& text) {
+    const json doc = json::parse(text);
+    int n = 0;
+    for (const auto& e : doc.at("traceEvents"))
+      if (e.at("ph") == "X") ++n;
+    return std::make_pair(n, doc.at("otherData").at("replays_shown").get<std::string>());
+  };
+  ChromeTraceOptions ten;
+  ten.max_replays = 10;
+  const auto [shown, text] = slices(render_chrome_trace(t.run, a, 0, ten));
+  CHECK(shown == static_cast<int>(4 * (10 + std::count_if(a.variants[0].outliers.begin(), a.variants[0].outliers.end(),
+                                                          [](const OutlierReplay& o) { return o.replay >= 10; }))));
+  CHECK(text.starts_with(fmt::format("{} of 30", shown / 4)));
+  ChromeTraceOptions all;
+  all.max_replays = 0;
+  CHECK(slices(render_chrome_trace(t.run, a, 0, all)).first == 4 * 30);
 }
