@@ -127,6 +127,11 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
     ::sigaction(SIGHUP, &old_hup, nullptr);
+    // The command gets the environment tpgraph was given (main.cpp tuned tpgraph's own allocator).
+    if (const char* tuned = std::getenv("TPGRAPH_ALLOCATOR_TUNED"); tuned != nullptr) {
+      if (*tuned != '\0') ::setenv("GLIBC_TUNABLES", tuned, 1); else ::unsetenv("GLIBC_TUNABLES");
+      ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
+    }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
     ::setenv("TPGRAPH_TRACE_DIR", trace_dir.c_str(), 1);
     ::execv(path.c_str(), args.data());

@@ -8,13 +8,43 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <string>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
+namespace {
+
+// `analyze` and `trace` hold millions of records: with glibc's arenas on transparent huge pages the
+// page faults of first touch cost a tenth (10 M records: seconds, not a minute, on a VM). The tunable
+// is read only at start-up, so the process re-executes itself once with it set; the traced command
+// gets the environment it was given (cmd_trace.cpp restores it).
+void tune_allocator_for_records(int argc, char** argv) {
+  if (argc < 2 || std::getenv("TPGRAPH_ALLOCATOR_TUNED") != nullptr) return;
+  const std::string_view command = argv[1];
+  if (command != "analyze" && command != "trace") return;
+  const char* old = std::getenv("GLIBC_TUNABLES");
+  ::setenv("TPGRAPH_ALLOCATOR_TUNED", old != nullptr ? old : "", 1);
+  std::string tunables = "glibc.malloc.hugetlb=1";
+  if (old != nullptr && *old != '\0') tunables = std::string(old) + ":" + tunables;
+  ::setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  // Could not re-execute: go on untuned, with the environment as it was.
+  if (old != nullptr) ::setenv("GLIBC_TUNABLES", old, 1); else ::unsetenv("GLIBC_TUNABLES");
+  ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  tune_allocator_for_records(argc, argv);
   CLI::App app{"tpgraph: multi-device CUDA graph capture, replay and timeline for a TP MoE layer"};
   app.set_version_flag("--version", std::string(TPGRAPH_VERSION) + " (" TPGRAPH_GIT_REVISION ")");
   app.require_subcommand(1);
