@@ -1,0 +1,95 @@
+// `tpgraph trace -- CMD` as a user meets it without a GPU: the command's own exit code, a shell's
+// 127/126 for a command that is missing or not executable, signals passed on, a report that says no
+// CUDA work was seen, and a folder that is never reused.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "catch.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code = -1;
+  std::string text;  // stdout and stderr
+};
+
+// Runs `tpgraph trace ARGS` (through sh, so ARGS may hold a pipeline's worth of quoting).
+Outcome trace(const std::string& args) {
+  const fs::path log = fs::temp_directory_path() / ("tpgraph-trace-cli-" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string("'") + TPGRAPH_BINARY + "' trace " + args + " >'" + log.string() + "' 2>&1";
+  const int raw = std::system(command.c_str());
+  Outcome o;
+  o.code = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(log);
+  o.text.assign(std::istreambuf_iterator<char>(in), {});
+  fs::remove(log);
+  return o;
+}
+
+struct Folder {
+  fs::path path = fs::temp_directory_path() / ("tpgraph-trace-out-" + std::to_string(::getpid()));
+  Folder() { fs::remove_all(path); }
+  ~Folder() { fs::remove_all(path); }
+};
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("trace exits with the command's own code and reports that no CUDA work was seen", "[trace][cli]") {
+  Folder out;
+  const Outcome o = trace("--out '" + out.path.string() + "' -- sh -c 'exit 7'");
+  CHECK(o.code == 7);
+  CHECK(has(o.text, "no CUDA work was seen"));
+  CHECK(fs::is_directory(out.path / "procs"));
+  REQUIRE(fs::exists(out.path / "report.md"));
+  std::ifstream report(out.path / "report.md");
+  const std::string text{std::istreambuf_iterator<char>(report), {}};
+  CHECK(has(text, "no CUDA work was seen"));
+  // The folder is a trace folder now: analyze reads it again, and trace never reuses it.
+  const Outcome again = trace("--out '" + out.path.string() + "' -- true");
+  CHECK(again.code == 2);
+  CHECK(has(again.text, "not an empty folder"));
+}
+
+TEST_CASE("trace answers a missing or non-executable command as a shell would", "[trace][cli]") {
+  Folder out;
+  const Outcome missing = trace("--out '" + out.path.string() + "' -- /nonexistent/program");
+  CHECK(missing.code == 127);
+  CHECK(has(missing.text, "no such file"));
+  CHECK_FALSE(fs::exists(out.path));  // nothing written for a command that never ran
+  const Outcome unknown = trace("--out '" + out.path.string() + "' -- tpgraph-no-such-command");
+  CHECK(unknown.code == 127);
+  CHECK(has(unknown.text, "command not found"));
+  const Outcome plain = trace("--out '" + out.path.string() + "' -- '" + std::string(TPGRAPH_SOURCE_DIR) + "/README.md'");
+  CHECK(plain.code == 126);
+  CHECK(has(plain.text, "not executable"));
+}
+
+TEST_CASE("trace passes SIGTERM on to the command and exits as the command did", "[trace][cli]") {
+  Folder out;
+  // tpgraph is sent SIGTERM by another process (as a job scheduler would); the command, which
+  // would otherwise sleep for a minute, must receive it and end with 128 + 15.
+  const fs::path log = fs::temp_directory_path() / ("tpgraph-trace-term-" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string("'") + TPGRAPH_BINARY + "' trace --out '" + out.path.string() +
+                              "' -- sleep 60 >'" + log.string() + "' 2>&1 & sleep 1; kill -TERM $!; wait $!";
+  const int raw = std::system(command.c_str());
+  fs::remove(log);
+  REQUIRE(WIFEXITED(raw));
+  CHECK(WEXITSTATUS(raw) == 128 + 15);
+}
+
+TEST_CASE("trace refuses contradictory clock flags", "[trace][cli]") {
+  Folder out;
+  const Outcome o = trace("--assume-synced --align-collectives --out '" + out.path.string() + "' -- true");
+  CHECK(o.code == 2);
+  CHECK(has(o.text, "exclude each other"));
+}
