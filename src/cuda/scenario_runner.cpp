@@ -407,8 +407,10 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
     v.records = observer_->collect(v.health);
     observer_->set_tracing(false);
     for (std::string& w : observer_->take_warnings()) v.notes.push_back("CUPTI: " + std::move(w));
-    v.notes.push_back("host launch times are from the replays with tracing off; event spans and records from "
-                      "the replays with tracing on");
+    v.notes.push_back("host launch times are from the replays with tracing off, CUPTI still attached (its "
+                      "subscriber alone made each launch of the baseline layer some 25 µs slower on the H200: "
+                      "`run --no-trace` measures the launch alone); event spans and records from the replays "
+                      "with tracing on");
   } else {
     v.event_spans = untraced.spans;
     v.notes.push_back("not traced (run --no-trace, or no CUPTI): no activity records by choice; the event spans "
