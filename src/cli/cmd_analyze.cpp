@@ -1,4 +1,5 @@
-// tpgraph analyze RUN [--out DIR]: every output of a run recomputed from its records.json, no GPU.
+// tpgraph analyze RUN [--out DIR] [--no-trace] [--no-timeline]: every output of a run recomputed
+// from its records.json, no GPU.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -17,6 +18,8 @@ namespace {
 struct AnalyzeOptions {
   std::string run;
   std::string out;
+  bool no_trace = false;
+  bool no_timeline = false;
 };
 
 bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
@@ -33,7 +36,8 @@ void analyze(const AnalyzeOptions& opts) {
   const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
-  const auto files = write_run_outputs(run, analysis, dir, !same_folder(dir, from));
+  const OutputSelection selection{.trace = !opts.no_trace, .timeline = !opts.no_timeline};
+  const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection);
   fmt::print("{}\n", render_terminal_table(run, analysis));
   fmt::print("wrote {} files to {}\n", files.size(), dir.string());
 }
@@ -45,7 +49,10 @@ void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
   cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
-  cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
+  cmd->add_option("--out", opts->out,
+                  "write the outputs into this new or empty folder (default: the run's own folder)");
+  cmd->add_flag("--no-trace", opts->no_trace, "do not write <variant>/trace.json (the largest output)");
+  cmd->add_flag("--no-timeline", opts->no_timeline, "do not write <variant>/timeline.svg");
   cmd->callback([opts] { analyze(*opts); });
 }
 

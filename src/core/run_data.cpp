@@ -3,17 +3,18 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace tpgraph {
 
@@ -38,6 +39,18 @@ constexpr std::array kActivityKinds = {ActivityKind::kernel, ActivityKind::memcp
 constexpr std::array<std::string_view, 12> kRecordColumns = {
     "replay", "node",  "kind",       "start_ns", "end_ns", "device",
     "stream", "correlation", "graph", "graph_node", "bytes", "name"};
+
+// A records file holds about one record per kernel node per replay; the analysis keeps a slot per
+// (replay, node). Slots beyond this many per record in the file (plus a floor for runs with few
+// records) mean a scenario.replays or a node list that the records cannot fill: a hostile file
+// asking for gigabytes with a few bytes.
+constexpr std::uint64_t kSlotsPerRecord = 4;
+constexpr std::uint64_t kSlotFloor = 1 << 20;
+// A record this far outside the replays' records is not from the run (the trace's time base is
+// the earliest record, so a stray one would push every timestamp out of a double's precision).
+constexpr std::uint64_t kStrayRecordNs = 3'600'000'000'000ULL;  // one hour
+// Every file tpgraph writes is far below this; the bound keeps a wrong path from being read whole.
+constexpr std::uint64_t kMaxRecordsFileBytes = 16ULL << 30;
 
 // Reads one JSON document with the path of every value in hand, so a bad field is named exactly:
 // "runs/x/records.json: variants[1].records.rows[17][3]: expected an unsigned integer".
@@ -95,28 +108,39 @@ class Reader {
     if (v > std::numeric_limits<std::uint32_t>::max()) fail("out of range for a 32-bit id");
     return static_cast<std::uint32_t>(v);
   }
-  [[nodiscard]] double number() const {
+  [[nodiscard]] double number(double lo = 0, double hi = std::numeric_limits<double>::max()) const {
     if (!value_.is_number()) fail("expected a number");
-    return value_.get<double>();
+    const auto v = value_.get<double>();
+    if (!std::isfinite(v) || v < lo || v > hi) fail(fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+    return v;
   }
   [[nodiscard]] bool boolean() const {
     if (!value_.is_boolean()) fail("expected true or false");
     return value_.get<bool>();
   }
+  // Text that reaches terminals, tables and SVG: control characters are refused.
   [[nodiscard]] std::string string() const {
+    std::string text = raw_string();
+    if (has_control_characters(text))
+      fail(fmt::format("{} holds a control character (newline, tab, escape...); accepted: printable text",
+                       quoted_excerpt(text)));
+    return text;
+  }
+  // Text only ever written to a file of its own (the driver's DOT dump).
+  [[nodiscard]] std::string raw_string() const {
     if (!value_.is_string()) fail("expected a string");
     return value_.get<std::string>();
   }
   template <class Enum, std::size_t N>
   [[nodiscard]] Enum enumeration(const std::array<Enum, N>& all) const {
-    const std::string text = string();
+    const std::string text = raw_string();
     std::string accepted;
     for (const Enum e : all) {
       if (to_string(e) == text) return e;
       accepted += accepted.empty() ? "" : ", ";
       accepted += to_string(e);
     }
-    fail(fmt::format("unknown value '{}' (accepted: {})", text, accepted));
+    fail(fmt::format("unknown value '{}' (accepted: {})", escaped_excerpt(text), accepted));
   }
 
  private:
@@ -135,7 +159,7 @@ json device_to_json(const DeviceInfo& d) {
 
 DeviceInfo device_from_json(const Reader& r) {
   DeviceInfo d;
-  d.ordinal = r.at("ordinal").int32(0);
+  d.ordinal = r.at("ordinal").int32(0, kMaxDevice);
   d.name = r.at("name").string();
   d.sm_count = r.at("sm_count").int32(0);
   d.memory_bytes = r.at("memory_bytes").integer(0);
@@ -190,10 +214,17 @@ json graph_to_json(const LayerGraph& g) {
               {"end_joins", g.end_joins}};
 }
 
-LayerGraph graph_from_json(const Reader& r) {
+// Every index the analysis and the writers use is checked here: ranks and layers within the
+// scenario's bounds (and equal to the scenario's), a node's layer, rank, stream and peer within
+// them, its device a GPU index, edges and joins naming nodes.
+LayerGraph graph_from_json(const Reader& r, const Scenario& scenario) {
   LayerGraph g;
-  g.ranks = r.at("ranks").int32(1);
-  g.layers = r.at("layers").int32(0);
+  g.ranks = r.at("ranks").int32(1, kMaxRanks);
+  if (g.ranks != scenario.geometry.ranks)
+    r.at("ranks").fail(fmt::format("{} ranks, but the variant's scenario has {}", g.ranks, scenario.geometry.ranks));
+  g.layers = r.at("layers").int32(1, kMaxLayers);
+  if (g.layers != scenario.layers)
+    r.at("layers").fail(fmt::format("{} layers, but the variant's scenario has {}", g.layers, scenario.layers));
   const Reader nodes = r.at("nodes");
   const std::size_t count = nodes.size_of_array();
   for (std::size_t i = 0; i < count; ++i) {
@@ -201,16 +232,16 @@ LayerGraph graph_from_json(const Reader& r) {
     Node node;
     node.id = n.at("id").int32(0);
     if (static_cast<std::size_t>(node.id) != i) n.at("id").fail(fmt::format("expected {} (ids are indices)", i));
-    node.layer = n.at("layer").int32(0);
+    node.layer = n.at("layer").int32(0, g.layers - 1);
     node.rank = n.at("rank").int32(0, g.ranks - 1);
-    node.device = n.at("device").int32(0);
-    node.stream = n.at("stream").int32(0);
+    node.device = n.at("device").int32(0, kMaxDevice);
+    node.stream = n.at("stream").int32(0, g.ranks - 1);
     node.kind = n.at("kind").enumeration(kNodeKinds);
     node.role = n.at("role").enumeration(kRoles);
     node.peer = n.at("peer").int32(-1, g.ranks - 1);
     node.label = n.at("label").string();
     node.bytes = n.at("bytes").integer(0);
-    node.flops = n.at("flops").number();
+    node.flops = n.at("flops").number(0, 1e30);
     if (n.has("name")) node.name = n.at("name").string();
     g.nodes.push_back(std::move(node));
   }
@@ -272,7 +303,7 @@ std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count) {
     a.kind = row.at(2).enumeration(kActivityKinds);
     a.start_ns = row.at(3).unsigned64();
     a.end_ns = row.at(4).unsigned64();
-    a.device = row.at(5).int32(0);
+    a.device = row.at(5).int32(0, kMaxDevice);
     a.stream_id = row.at(6).unsigned32();
     a.correlation_id = row.at(7).unsigned32();
     a.graph_id = row.at(8).unsigned32();
@@ -313,6 +344,8 @@ Comparison comparison_from_json(const Reader& r) {
   c.max_abs_err = r.at("max_abs_err").number();
   c.max_rel_err = r.at("max_rel_err").number();
   c.tolerance = r.at("tolerance").number();
+  if (c.mismatches > c.compared || c.nonzero > c.compared || c.nan_count > c.compared)
+    r.fail("mismatches, nonzero and nan_count cannot exceed compared");
   return c;
 }
 
@@ -347,28 +380,77 @@ VariantRun variant_from_json(const Reader& r) {
   } catch (const std::exception& e) {
     scenario.fail(e.what());
   }
-  v.visible_devices = r.at("visible_devices").int32(1);
+  v.visible_devices = r.at("visible_devices").int32(1, kMaxDevice + 1);
   v.ranks_share_gpu = r.at("ranks_share_gpu").boolean();
-  v.graph = graph_from_json(r.at("graph"));
-  v.records = records_from_json(r.at("records"), static_cast<int>(v.graph.nodes.size()));
+  v.graph = graph_from_json(r.at("graph"), v.scenario);
+  const Reader records = r.at("records");
+  v.records = records_from_json(records, static_cast<int>(v.graph.nodes.size()));
+  // The analysis holds a slot per (replay, node): bound them by what the file holds.
+  const std::uint64_t slots = static_cast<std::uint64_t>(v.scenario.replays) * v.graph.nodes.size();
+  if (slots > kSlotsPerRecord * v.records.size() + kSlotFloor)
+    scenario.fail(fmt::format(
+        "replays = {} for {} graph nodes, but the file holds only {} records (a run records about one per "
+        "kernel or copy node per replay); accepted: a replay count the records can fill",
+        v.scenario.replays, v.graph.nodes.size(), v.records.size()));
   const Reader spans = r.at("event_spans");
   for (std::size_t i = 0; i < spans.size_of_array(); ++i) {
     const Reader s = spans.at(i);
     if (s.size_of_array() != 3) s.fail("expected [replay, rank, span_ms]");
-    v.event_spans.push_back(EventSpan{s.at(0).int32(0), s.at(1).int32(0, v.graph.ranks - 1), s.at(2).number()});
+    // Event spans of replays the run did not have would never be looked up; refuse them.
+    v.event_spans.push_back(EventSpan{s.at(0).int32(0, v.scenario.replays - 1), s.at(1).int32(0, v.graph.ranks - 1),
+                                      s.at(2).number(0, 1e7)});
   }
   const Reader launches = r.at("host_launch_us");
+  if (launches.size_of_array() > static_cast<std::size_t>(v.scenario.replays))
+    launches.fail(fmt::format("{} launch times for {} replays", launches.size_of_array(), v.scenario.replays));
   for (std::size_t i = 0; i < launches.size_of_array(); ++i)
-    v.host_launch_us.push_back(launches.at(i).number());
-  v.replay_us_untraced = r.at("replay_us_untraced").number();
-  v.replay_us_traced = r.at("replay_us_traced").number();
+    v.host_launch_us.push_back(launches.at(i).number(0, 1e12));
+  // Their ratio is the tracing cost: 0 (not measured) or a time a ratio of two stays finite with.
+  const auto replay_time = [](const Reader& t) {
+    const double us = t.number(0, 1e12);
+    if (us != 0 && us < 1e-6) t.fail(fmt::format("{} is out of range: 0 (not measured) or 1e-06 to 1e+12", us));
+    return us;
+  };
+  v.replay_us_untraced = replay_time(r.at("replay_us_untraced"));
+  v.replay_us_traced = replay_time(r.at("replay_us_traced"));
   v.health = health_from_json(r.at("health"));
-  v.cuda_graph_dot = r.at("cuda_graph_dot").string();
+  v.cuda_graph_dot = r.at("cuda_graph_dot").raw_string();
   const Reader check = r.at("output_check");
   if (!check.value().is_null()) v.output_check = comparison_from_json(check);
   const Reader notes = r.at("notes");
   for (std::size_t i = 0; i < notes.size_of_array(); ++i) v.notes.push_back(notes.at(i).string());
   return v;
+}
+
+bool timestamped(const ActivityRecord& a) { return a.start_ns != 0 && a.end_ns >= a.start_ns; }
+
+// The trace's time base is the run's earliest record: one from far outside the replays would move
+// it. Refuses a timestamped record more than kStrayRecordNs before or after the records of the
+// replays (those with a replay index in range and a node).
+void check_stray_records(const RunData& run, const Reader& variants) {
+  std::uint64_t lo = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t hi = 0;
+  for (const auto& v : run.variants) {
+    for (const auto& a : v.records) {
+      if (!timestamped(a) || a.node < 0 || a.replay < 0 || a.replay >= v.scenario.replays) continue;
+      lo = std::min(lo, a.start_ns);
+      hi = std::max(hi, a.end_ns);
+    }
+  }
+  if (hi == 0) return;  // no record in a replay: nothing to be far from
+  for (std::size_t i = 0; i < run.variants.size(); ++i) {
+    const auto& records = run.variants[i].records;
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      const ActivityRecord& a = records[k];
+      if (!timestamped(a)) continue;
+      const bool before = a.start_ns < lo && lo - a.start_ns > kStrayRecordNs;
+      const bool after = a.start_ns > hi && a.start_ns - hi > kStrayRecordNs;
+      if (before || after)
+        variants.at(i).at("records").at("rows").at(k).fail(fmt::format(
+            "starts at {} ns, more than an hour {} the replays' records ({} to {} ns): not a record of this run",
+            a.start_ns, before ? "before" : "after", lo, hi));
+    }
+  }
 }
 
 }  // namespace
@@ -402,12 +484,19 @@ std::string run_data_to_json(const RunData& run) {
 }
 
 RunData parse_run_data(std::string_view json_text, std::string_view origin) {
+  check_json_depth(json_text, origin);
   json doc;
   try {
     doc = json::parse(json_text.begin(), json_text.end());
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON (byte {}): a corrupt or truncated records file",
                                  origin, e.byte));
+  } catch (const json::exception& e) {
+    // A number beyond a double (1e400) is out_of_range, not a parse error.
+    const std::string what = e.what();
+    const auto bracket = what.find("] ");
+    throw InputError(fmt::format("{}: not valid JSON: {}", origin,
+                                 bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   const Reader top(doc, std::string(origin), "");
   if (!doc.is_object()) top.fail("expected a JSON object (a tpgraph records.json)");
@@ -423,6 +512,7 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   const Reader variants = top.at("variants");
   for (std::size_t i = 0; i < variants.size_of_array(); ++i)
     run.variants.push_back(variant_from_json(variants.at(i)));
+  check_stray_records(run, variants);
   return run;
 }
 
@@ -431,12 +521,10 @@ void save_raw_records(const std::filesystem::path& path, const RunData& run) {
 }
 
 RunData load_raw_records(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the records file", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read the records file", path.string()));
-  return parse_run_data(text.str(), path.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    throw InputError(fmt::format("{}: cannot open the records file: no such file", path.string()));
+  return parse_run_data(read_regular_file(path, "records file", kMaxRecordsFileBytes), path.string());
 }
 
 }  // namespace tpgraph
