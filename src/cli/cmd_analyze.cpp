@@ -37,7 +37,8 @@ void analyze(const AnalyzeOptions& opts) {
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
   const OutputSelection selection{.trace = !opts.no_trace, .timeline = !opts.no_timeline};
-  const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection);
+  // --out gets the records.json that was read, copied byte for byte.
+  const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection, records);
   fmt::print("{}\n", render_terminal_table(run, analysis));
   fmt::print("wrote {} files to {}\n", files.size(), dir.string());
 }

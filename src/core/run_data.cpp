@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,11 +41,12 @@ constexpr std::array<std::string_view, 12> kRecordColumns = {
     "replay", "node",  "kind",       "start_ns", "end_ns", "device",
     "stream", "correlation", "graph", "graph_node", "bytes", "name"};
 
-// A records file holds about one record per kernel node per replay; the analysis keeps a slot per
-// (replay, node). Slots beyond this many per record in the file (plus a floor for runs with few
-// records) mean a scenario.replays or a node list that the records cannot fill: a hostile file
-// asking for gigabytes with a few bytes.
+// A records file holds about one record per kernel node per replay; the analysis keeps a slot
+// (~50 bytes) per (replay, node). More slots than a few per record and per node the file holds
+// (plus a floor for small runs) mean a scenario.replays that the file cannot fill: a hostile file
+// asking for gigabytes with a few bytes. Nodes that leave no record (events) count per node.
 constexpr std::uint64_t kSlotsPerRecord = 4;
+constexpr std::uint64_t kSlotsPerNode = 16;
 constexpr std::uint64_t kSlotFloor = 1 << 20;
 // A record this far outside the replays' records is not from the run (the trace's time base is
 // the earliest record, so a stray one would push every timestamp out of a double's precision).
@@ -60,21 +62,37 @@ class Reader {
       : value_(value), origin_(std::move(origin)), path_(std::move(path)) {}
 
   [[noreturn]] void fail(std::string_view problem) const {
-    throw InputError(fmt::format("{}: {}: {}", origin_, path_.empty() ? "(top)" : path_, problem));
+    const std::string where = path();
+    throw InputError(fmt::format("{}: {}: {}", origin(), where.empty() ? "(top)" : where, problem));
+  }
+  // For an element no longer in the document (a streamed row): `suffix` extends the path ("[3][1]").
+  [[noreturn]] void fail_at(std::string_view suffix, std::string_view problem) const {
+    throw InputError(fmt::format("{}: {}{}: {}", origin(), path(), suffix, problem));
   }
   [[nodiscard]] const json& value() const { return value_; }
-  [[nodiscard]] const std::string& origin() const { return origin_; }
-  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const std::string& origin() const { return parent_ != nullptr ? parent_->origin() : origin_; }
+  // Built only when a message needs it: a records file has millions of values.
+  [[nodiscard]] std::string path() const {
+    if (parent_ == nullptr) return path_;
+    std::string p = parent_->path();
+    if (key_.empty()) {
+      p += fmt::format("[{}]", index_);
+    } else {
+      if (!p.empty()) p += '.';
+      p += key_;
+    }
+    return p;
+  }
 
+  // A child keeps a pointer to its parent: use it within the parent's lifetime (as every caller
+  // here does: a child of a named Reader, or a chain within one expression).
   [[nodiscard]] Reader at(std::string_view key) const {
     if (!value_.is_object()) fail("expected an object");
     const auto it = value_.find(key);
     if (it == value_.end()) fail(fmt::format("missing field '{}'", key));
-    return Reader(*it, origin_, path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key));
+    return Reader(*it, this, key, 0);
   }
-  [[nodiscard]] Reader at(std::size_t i) const {
-    return Reader(value_[i], origin_, fmt::format("{}[{}]", path_, i));
-  }
+  [[nodiscard]] Reader at(std::size_t i) const { return Reader(value_[i], this, {}, i); }
   [[nodiscard]] bool has(std::string_view key) const {
     return value_.is_object() && value_.contains(key);
   }
@@ -144,9 +162,15 @@ class Reader {
   }
 
  private:
+  Reader(const json& value, const Reader* parent, std::string_view key, std::size_t index)
+      : value_(value), parent_(parent), key_(key), index_(index) {}
+
   const json& value_;
-  std::string origin_;
-  std::string path_;
+  const Reader* parent_ = nullptr;
+  std::string_view key_;  // a field name (a literal of this file); empty: an array element
+  std::size_t index_ = 0;
+  std::string origin_;    // the root's
+  std::string path_;      // the root's
 };
 
 json device_to_json(const DeviceInfo& d) {
@@ -277,7 +301,116 @@ json records_to_json(const std::vector<ActivityRecord>& records) {
   return json{{"columns", columns}, {"names", names}, {"rows", rows}};
 }
 
-std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count) {
+// A records row as read, before the graph and the name table (which may come later in the file)
+// are known: node and name are checked against them afterwards.
+struct StreamedRecord {
+  ActivityRecord record;
+  int name = -1;  // index into records.names; -1: none
+};
+
+// Every variant's records rows, taken out of the document while it is parsed: held as JSON, the
+// rows of a large run take five times the file (a value per cell), as records a fifth of that.
+class RowStream {
+ public:
+  explicit RowStream(std::string origin) : origin_(std::move(origin)) {}
+
+  // nlohmann's parser callback: `false` drops the value just parsed from the document.
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        stack_.push_back(Frame{event == json::parse_event_t::array_start, {}, 0});
+        return true;
+      case json::parse_event_t::key:
+        stack_.back().key = parsed.get<std::string>();
+        return true;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end: {
+        stack_.pop_back();
+        bool keep = true;
+        if (in_rows()) {
+          if (event == json::parse_event_t::object_end) fail_not_a_row();
+          take_row(parsed);
+          keep = false;
+        }
+        next_element();
+        return keep;
+      }
+      case json::parse_event_t::value:
+        if (in_rows()) fail_not_a_row();
+        next_element();
+        return true;
+    }
+    return true;
+  }
+
+  // The rows of variant `i`, moved out (empty when the variant had none or no rows array).
+  [[nodiscard]] std::vector<StreamedRecord> take(std::size_t i) {
+    if (i >= rows_.size()) return {};
+    return std::move(rows_[i]);
+  }
+  [[nodiscard]] bool saw_rows(std::size_t i) const { return i < seen_.size() && seen_[i]; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::string key;        // objects: the member being read
+    std::size_t index = 0;  // arrays: the element being read
+  };
+
+  // Inside variants[i].records.rows, directly: the element just completed is a row.
+  [[nodiscard]] bool in_rows() const {
+    return stack_.size() == 5 && !stack_[0].array && stack_[0].key == "variants" && stack_[1].array &&
+           !stack_[2].array && stack_[2].key == "records" && !stack_[3].array && stack_[3].key == "rows" &&
+           stack_[4].array;
+  }
+  void next_element() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+  }
+  [[nodiscard]] std::string row_path() const {
+    return fmt::format("variants[{}].records.rows[{}]", stack_[1].index, stack_[4].index);
+  }
+  [[noreturn]] void fail_not_a_row() const {
+    throw InputError(fmt::format("{}: {}: expected [{} values], one per column", origin_, row_path(),
+                                 kRecordColumns.size()));
+  }
+
+  void take_row(const json& value) {
+    const Reader row(value, origin_, row_path());
+    if (row.size_of_array() != kRecordColumns.size())
+      row.fail(fmt::format("expected {} values, one per column", kRecordColumns.size()));
+    StreamedRecord s;
+    ActivityRecord& a = s.record;
+    a.replay = row.at(0).int32(-1);
+    a.node = row.at(1).int32(-1);
+    a.kind = row.at(2).enumeration(kActivityKinds);
+    a.start_ns = row.at(3).unsigned64();
+    a.end_ns = row.at(4).unsigned64();
+    a.device = row.at(5).int32(0, kMaxDevice);
+    a.stream_id = row.at(6).unsigned32();
+    a.correlation_id = row.at(7).unsigned32();
+    a.graph_id = row.at(8).unsigned32();
+    a.graph_node_id = row.at(9).unsigned64();
+    a.bytes = row.at(10).integer(0);
+    s.name = row.at(11).int32(-1);
+    const std::size_t variant = stack_[1].index;
+    if (rows_.size() <= variant) {
+      rows_.resize(variant + 1);
+      seen_.resize(variant + 1, false);
+    }
+    rows_[variant].push_back(std::move(s));
+    seen_[variant] = true;
+  }
+
+  std::string origin_;
+  std::vector<Frame> stack_;
+  std::vector<std::vector<StreamedRecord>> rows_;  // [variant]
+  std::vector<bool> seen_;                         // [variant]: a row was streamed
+};
+
+// The records of one variant: the streamed rows, checked against the graph's node count and the
+// name table now that both are known.
+std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count, std::vector<StreamedRecord> rows) {
   const Reader columns = r.at("columns");
   if (columns.size_of_array() != kRecordColumns.size())
     columns.fail(fmt::format("expected {} columns", kRecordColumns.size()));
@@ -288,30 +421,20 @@ std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count) {
   std::vector<std::string> names;
   const Reader names_r = r.at("names");
   for (std::size_t i = 0; i < names_r.size_of_array(); ++i) names.push_back(names_r.at(i).string());
-  const int last_name = static_cast<int>(names.size()) - 1;
 
-  const Reader rows = r.at("rows");
+  const Reader rows_r = r.at("rows");
+  (void)rows_r.size_of_array();  // an array (its elements were streamed out)
   std::vector<ActivityRecord> records;
-  records.reserve(rows.size_of_array());
-  for (std::size_t i = 0; i < rows.size_of_array(); ++i) {
-    const Reader row = rows.at(i);
-    if (row.size_of_array() != kRecordColumns.size())
-      row.fail(fmt::format("expected {} values, one per column", kRecordColumns.size()));
-    ActivityRecord a;
-    a.replay = row.at(0).int32(-1);
-    a.node = row.at(1).int32(-1, node_count - 1);
-    a.kind = row.at(2).enumeration(kActivityKinds);
-    a.start_ns = row.at(3).unsigned64();
-    a.end_ns = row.at(4).unsigned64();
-    a.device = row.at(5).int32(0, kMaxDevice);
-    a.stream_id = row.at(6).unsigned32();
-    a.correlation_id = row.at(7).unsigned32();
-    a.graph_id = row.at(8).unsigned32();
-    a.graph_node_id = row.at(9).unsigned64();
-    a.bytes = row.at(10).integer(0);
-    const int name = row.at(11).int32(-1, last_name);
-    if (name >= 0) a.name = names[static_cast<std::size_t>(name)];
-    records.push_back(std::move(a));
+  records.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    StreamedRecord& s = rows[i];
+    if (s.record.node >= node_count)
+      rows_r.fail_at(fmt::format("[{}][1]", i), fmt::format("{} is out of range [-1, {}]", s.record.node, node_count - 1));
+    if (s.name >= static_cast<int>(names.size()))
+      rows_r.fail_at(fmt::format("[{}][11]", i),
+                     fmt::format("{} is out of range [-1, {}]", s.name, static_cast<int>(names.size()) - 1));
+    if (s.name >= 0) s.record.name = names[static_cast<std::size_t>(s.name)];
+    records.push_back(std::move(s.record));
   }
   return records;
 }
@@ -369,7 +492,7 @@ json variant_to_json(const VariantRun& v) {
               {"notes", notes}};
 }
 
-VariantRun variant_from_json(const Reader& r) {
+VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t index) {
   VariantRun v;
   const Reader scenario = r.at("scenario");
   if (!scenario.value().is_object()) scenario.fail("expected an object");
@@ -384,10 +507,10 @@ VariantRun variant_from_json(const Reader& r) {
   v.ranks_share_gpu = r.at("ranks_share_gpu").boolean();
   v.graph = graph_from_json(r.at("graph"), v.scenario);
   const Reader records = r.at("records");
-  v.records = records_from_json(records, static_cast<int>(v.graph.nodes.size()));
+  v.records = records_from_json(records, static_cast<int>(v.graph.nodes.size()), stream.take(index));
   // The analysis holds a slot per (replay, node): bound them by what the file holds.
   const std::uint64_t slots = static_cast<std::uint64_t>(v.scenario.replays) * v.graph.nodes.size();
-  if (slots > kSlotsPerRecord * v.records.size() + kSlotFloor)
+  if (slots > kSlotsPerRecord * v.records.size() + kSlotsPerNode * v.graph.nodes.size() + kSlotFloor)
     scenario.fail(fmt::format(
         "replays = {} for {} graph nodes, but the file holds only {} records (a run records about one per "
         "kernel or copy node per replay); accepted: a replay count the records can fill",
@@ -446,7 +569,7 @@ void check_stray_records(const RunData& run, const Reader& variants) {
       const bool before = a.start_ns < lo && lo - a.start_ns > kStrayRecordNs;
       const bool after = a.start_ns > hi && a.start_ns - hi > kStrayRecordNs;
       if (before || after)
-        variants.at(i).at("records").at("rows").at(k).fail(fmt::format(
+        variants.at(i).at("records").at("rows").fail_at(fmt::format("[{}]", k), fmt::format(
             "starts at {} ns, more than an hour {} the replays' records ({} to {} ns): not a record of this run",
             a.start_ns, before ? "before" : "after", lo, hi));
     }
@@ -486,8 +609,9 @@ std::string run_data_to_json(const RunData& run) {
 RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   check_json_depth(json_text, origin);
   json doc;
+  RowStream stream{std::string(origin)};
   try {
-    doc = json::parse(json_text.begin(), json_text.end());
+    doc = json::parse(json_text.begin(), json_text.end(), std::ref(stream));
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON (byte {}): a corrupt or truncated records file",
                                  origin, e.byte));
@@ -511,7 +635,7 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   run.env = environment_from_json(top.at("environment"));
   const Reader variants = top.at("variants");
   for (std::size_t i = 0; i < variants.size_of_array(); ++i)
-    run.variants.push_back(variant_from_json(variants.at(i)));
+    run.variants.push_back(variant_from_json(variants.at(i), stream, i));
   check_stray_records(run, variants);
   return run;
 }

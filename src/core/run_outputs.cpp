@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
@@ -81,11 +80,19 @@ class FolderLock {
   int fd_;
 };
 
-bool file_holds(const std::filesystem::path& path, const std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return bytes == text;
+// Whether two files hold the same bytes, read a block at a time.
+bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::ifstream fa(a, std::ios::binary);
+  std::ifstream fb(b, std::ios::binary);
+  if (!fa || !fb) return false;
+  std::array<char, 1 << 16> ba{};
+  std::array<char, 1 << 16> bb{};
+  while (fa && fb) {
+    fa.read(ba.data(), ba.size());
+    fb.read(bb.data(), bb.size());
+    if (fa.gcount() != fb.gcount() || !std::equal(ba.begin(), ba.begin() + fa.gcount(), bb.begin())) return false;
+  }
+  return fa.eof() && fb.eof();
 }
 
 // What a non-empty --out holds, for the message: a couple of names.
@@ -108,7 +115,8 @@ std::string some_entries(const std::filesystem::path& dir) {
 
 std::vector<std::filesystem::path> write_run_folder(const RunData& run, const RunAnalysis& analysis,
                                                     const std::filesystem::path& dir, bool in_place,
-                                                    const OutputSelection& selection) {
+                                                    const OutputSelection& selection,
+                                                    const std::filesystem::path& records_file) {
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(dir, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
@@ -117,26 +125,42 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
   if (ec) throw InputError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
   const FolderLock lock(dir);
 
-  std::string records_text;
+  const std::filesystem::path staging = dir / fmt::format(".tpgraph-staging-{}", static_cast<long>(::getpid()));
+  const RemoveOnSignal remove_if_interrupted(staging);
+  const auto remove_staging = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(staging, ignored);
+  };
   bool write_records = !in_place;
   if (!in_place && !std::filesystem::is_empty(dir, ec)) {
     // A folder that already holds this very run (an earlier analyze into it) is analysed in place;
     // anything else may be another run's raw records, which no GPU-free command can recreate.
-    records_text = run_data_to_json(run);
-    if (!file_holds(dir / "records.json", records_text))
+    std::filesystem::path ours = records_file;
+    if (ours.empty()) {
+      ours = staging / "records.json";
+      write_file_atomically(ours, run_data_to_json(run));
+    }
+    const bool same = same_bytes(dir / "records.json", ours);
+    if (records_file.empty()) remove_staging();
+    if (!same)
       throw InputError(fmt::format("{}: the folder is not empty (it holds {}); accepted: a new or empty folder, "
                                    "or the run's own folder (analyze RUN without --out)",
                                    dir.string(), some_entries(dir)));
     write_records = false;
   }
 
-  const std::filesystem::path staging = dir / fmt::format(".tpgraph-staging-{}", static_cast<long>(::getpid()));
-  const RemoveOnSignal remove_if_interrupted(staging);
   std::vector<std::filesystem::path> staged;
   try {
-    staged = write_run_outputs(run, analysis, staging, write_records, selection);
+    const bool copy_records = write_records && !records_file.empty();
+    if (copy_records) {
+      std::filesystem::create_directories(staging);
+      std::filesystem::copy_file(records_file, staging / "records.json");
+      staged.push_back(staging / "records.json");
+    }
+    const auto written = write_run_outputs(run, analysis, staging, write_records && !copy_records, selection);
+    staged.insert(staged.end(), written.begin(), written.end());
   } catch (...) {
-    std::filesystem::remove_all(staging, ec);
+    remove_staging();
     throw;
   }
   // Reports last: a folder whose report.md is new has every file it speaks of.
@@ -149,15 +173,14 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
     std::filesystem::create_directories(to.parent_path(), ec);
     std::filesystem::rename(from, to, ec);
     if (ec) {
-      std::error_code ignored;
-      std::filesystem::remove_all(staging, ignored);
+      remove_staging();
       throw std::runtime_error(fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
                                            "moved; the folder mixes old and new outputs: analyze it again)",
                                            to.string(), ec.message(), files.size(), staged.size()));
     }
     files.push_back(to);
   }
-  std::filesystem::remove_all(staging, ec);
+  remove_staging();
   return files;
 }
 

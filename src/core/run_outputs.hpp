@@ -31,10 +31,13 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
 // folder inside `dir` (removed on failure or SIGINT/SIGTERM) and only then renames each file into
 // place, reports last. `dir` must be new or empty unless `in_place` (it is the run's own folder:
 // records.json stays) or it already holds this very records.json; otherwise an InputError says so,
-// before anything is written. Returns the final paths.
+// before anything is written. `records_file`, when given, is the records.json `run` was read from:
+// it is copied byte for byte rather than written again from `run` (for a large run, writing it
+// again would hold a second copy of every record as JSON). Returns the final paths.
 std::vector<std::filesystem::path> write_run_folder(const RunData& run, const RunAnalysis& analysis,
                                                     const std::filesystem::path& dir, bool in_place,
-                                                    const OutputSelection& selection = {});
+                                                    const OutputSelection& selection = {},
+                                                    const std::filesystem::path& records_file = {});
 
 // `run` names a run folder (holding records.json) or a records.json itself; returns the file.
 // Anything else is an InputError naming the path and what is accepted.
