@@ -51,6 +51,9 @@ constexpr std::uint64_t kSlotFloor = 1 << 20;
 // A record this far outside the replays' records is not from the run (the trace's time base is
 // the earliest record, so a stray one would push every timestamp out of a double's precision).
 constexpr std::uint64_t kStrayRecordNs = 3'600'000'000'000ULL;  // one hour
+// Bytes of one node or one copy: a tebibyte, far above any GPU's memory, far enough below 2^63
+// that the writers' sums over nodes stay in range.
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 // Every file tpgraph writes is far below this; the bound keeps a wrong path from being read whole.
 constexpr std::uint64_t kMaxRecordsFileBytes = 16ULL << 30;
 
@@ -264,7 +267,7 @@ LayerGraph graph_from_json(const Reader& r, const Scenario& scenario) {
     node.role = n.at("role").enumeration(kRoles);
     node.peer = n.at("peer").int32(-1, g.ranks - 1);
     node.label = n.at("label").string();
-    node.bytes = n.at("bytes").integer(0);
+    node.bytes = n.at("bytes").integer(0, kMaxBytes);
     node.flops = n.at("flops").number(0, 1e30);
     if (n.has("name")) node.name = n.at("name").string();
     g.nodes.push_back(std::move(node));
@@ -391,7 +394,7 @@ class RowStream {
     a.correlation_id = row.at(7).unsigned32();
     a.graph_id = row.at(8).unsigned32();
     a.graph_node_id = row.at(9).unsigned64();
-    a.bytes = row.at(10).integer(0);
+    a.bytes = row.at(10).integer(0, kMaxBytes);
     s.name = row.at(11).int32(-1);
     const std::size_t variant = stack_[1].index;
     if (rows_.size() <= variant) {
@@ -520,8 +523,12 @@ VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t ind
     const Reader s = spans.at(i);
     if (s.size_of_array() != 3) s.fail("expected [replay, rank, span_ms]");
     // Event spans of replays the run did not have would never be looked up; refuse them.
+    // 0 or at least a picosecond: the CUPTI / event span ratio stays finite.
+    const Reader span = s.at(2);
+    const double span_ms = span.number(0, 1e7);
+    if (span_ms != 0 && span_ms < 1e-9) span.fail(fmt::format("{} is out of range: 0, or 1e-09 to 1e+07 ms", span_ms));
     v.event_spans.push_back(EventSpan{s.at(0).int32(0, v.scenario.replays - 1), s.at(1).int32(0, v.graph.ranks - 1),
-                                      s.at(2).number(0, 1e7)});
+                                      span_ms});
   }
   const Reader launches = r.at("host_launch_us");
   if (launches.size_of_array() > static_cast<std::size_t>(v.scenario.replays))

@@ -231,6 +231,18 @@ TEST_CASE("the records reader refuses node indices the analysis would overflow o
     node["flops"] = 1e300;
     CHECK(contains(refusal(doc), "nodes[3].flops"));
   }
+  SECTION("bytes the writers' sums would overflow on") {
+    node["bytes"] = 9223372036854775807LL;
+    CHECK(contains(refusal(doc), "nodes[3].bytes"));
+  }
+  SECTION("an event span that makes the CUPTI / event ratio infinite") {
+    doc["variants"][0]["event_spans"][0][2] = 1e-300;
+    CHECK(contains(refusal(doc), "event_spans[0][2]"));
+  }
+  SECTION("a replay time that makes the tracing cost infinite") {
+    doc["variants"][0]["replay_us_untraced"] = 1e-300;
+    CHECK(contains(refusal(doc), "replay_us_untraced"));
+  }
   SECTION("the untouched document is accepted") { CHECK(refusal(doc).empty()); }
 }
 
