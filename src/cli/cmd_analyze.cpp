@@ -1,15 +1,17 @@
-// tpgraph analyze RUN [--out DIR] [--no-trace] [--no-timeline]: every output of a run recomputed
-// from its records.json, no GPU.
+// tpgraph analyze RUN [--out DIR] [--replay N] [--no-trace] [--no-timeline]: every output of a run
+// recomputed from its records.json (or a `tpgraph trace` folder), no GPU.
 #include <fmt/core.h>
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "core/report.hpp"
 #include "core/run_data.hpp"
 #include "core/run_outputs.hpp"
+#include "core/traced_run.hpp"
 
 namespace tpgraph::cli {
 
@@ -18,6 +20,9 @@ namespace {
 struct AnalyzeOptions {
   std::string run;
   std::string out;
+  bool assume_synced = false;
+  bool align_collectives = false;
+  std::optional<int> replay;
   bool no_trace = false;
   bool no_timeline = false;
 };
@@ -29,6 +34,20 @@ bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b)
 }
 
 void analyze(const AnalyzeOptions& opts) {
+  if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
+    const std::filesystem::path from = opts.run;
+    const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
+    std::string detail;
+    if (opts.replay) {
+      const TracedRun traced = merge_traces(read_process_files(from / "procs"),
+                                            merge_options(opts.assume_synced, opts.align_collectives));
+      detail = render_replay_detail(traced.run, analyze_run(traced.run), *opts.replay);
+    }
+    const std::size_t written =
+        analyze_trace_folder(from, dir, merge_options(opts.assume_synced, opts.align_collectives));
+    fmt::print("{}wrote {} files to {}\n", detail, written, dir.string());
+    return;
+  }
   const std::filesystem::path records = resolve_records_path(opts.run);
   const RunData run = load_raw_records(records);
   std::filesystem::path from = records.parent_path();
@@ -36,11 +55,12 @@ void analyze(const AnalyzeOptions& opts) {
   const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
+  const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
   const OutputSelection selection{.trace = !opts.no_trace, .timeline = !opts.no_timeline};
   // --out gets the records.json that was read, copied byte for byte.
   const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection, records);
   fmt::print("{}\n", render_terminal_table(run, analysis));
-  fmt::print("wrote {} files to {}\n", files.size(), dir.string());
+  fmt::print("{}wrote {} files to {}\n", detail, files.size(), dir.string());
 }
 
 }  // namespace
@@ -54,6 +74,11 @@ void add_analyze_command(CLI::App& app) {
                   "write the outputs into this new or empty folder (default: the run's own folder)");
   cmd->add_flag("--no-trace", opts->no_trace, "do not write <variant>/trace.json (the largest output)");
   cmd->add_flag("--no-timeline", opts->no_timeline, "do not write <variant>/timeline.svg");
+  cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
+  cmd->add_flag("--align-collectives", opts->align_collectives,
+                "a trace from several hosts: align their clocks on matched collective ends");
+  cmd->add_option("--replay", opts->replay,
+                  "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
 }
 

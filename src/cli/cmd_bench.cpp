@@ -1,6 +1,12 @@
 // tpgraph bench [--tokens LIST] [--layout v1|v2] [--json PATH]: how fast are one rank's kernels,
 // against this GPU's own limits measured in the same run?
 //
+// The limits (device_limits.hpp): streaming read, write and copy kernels, each at the best launch
+// shape of a sweep, and the peak of the GEMM's own tensor-core instruction in a kernel that does
+// nothing else, with cuBLAS's fp16 GEMM beside it. The floor of a token count is the time the
+// three GEMMs' weight bytes take at the read limit or their FLOPs at the MMA peak, whichever is
+// longer.
+//
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
 // kernels and replayed; each kernel's time is the median over replays of the time between its two
 // events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
@@ -31,13 +37,18 @@
 #include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/limits.hpp"
 
 namespace tpgraph::cli {
 namespace {
 
-// Floors of facts.md: NVFP4 weight bytes at 4.3 TB/s, FLOPs at 790 TFLOP/s (the bars).
-constexpr double kFactsCopyTbps = 4.3;
-constexpr double kFactsTensorTflops = 790.0;
+// Fixed reference rates of an H200, the ones the project's speed bars are stated against: weight
+// bytes streamed at 4.3 TB/s, dense fp16 tensor work at 790 TFLOP/s. A floor at these rates stays
+// comparable across runs and machines; the floor at the rates measured in the run is the honest one.
+constexpr double kReferenceReadTbps = 4.3;
+constexpr double kReferenceTensorTflops = 790.0;
+// Streaming buffers: 16 times the H200's 60 MB L2, so the limits are device memory's.
+constexpr std::int64_t kStreamBytes = std::int64_t{1} << 30;
 
 struct BenchArgs {
   std::string tokens = "43,416,576,4096";
@@ -137,8 +148,22 @@ class TimedGraph {
 };
 
 struct Limits {
-  std::optional<CopyLimit> copy;
-  std::optional<TensorLimit> tensor;
+  std::optional<StreamLimit> read;
+  std::optional<StreamLimit> write;
+  std::optional<StreamLimit> copy;
+  std::optional<MmaLimit> mma;  // absent where the build has no wgmma
+  std::optional<TensorLimit> cublas;
+  std::optional<MemcpyRate> memcpy;
+  std::int64_t l2_bytes = 0;
+
+  [[nodiscard]] std::optional<double> read_tbps() const { return read ? std::optional(read->best.tbps) : std::nullopt; }
+  [[nodiscard]] std::optional<double> copy_tbps() const { return copy ? std::optional(copy->best.tbps) : std::nullopt; }
+  [[nodiscard]] std::optional<double> mma_tflops() const {
+    return mma ? std::optional(mma->best.tflops) : std::nullopt;
+  }
+  [[nodiscard]] std::optional<double> cublas_tflops() const {
+    return cublas ? std::optional(cublas->tflops) : std::nullopt;
+  }
 };
 
 struct StepFigures {
@@ -169,8 +194,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   const std::vector<cuda::ChainStep> gemm_steps{cuda::ChainStep::gate, cuda::ChainStep::up, cuda::ChainStep::down};
   // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
   // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
-  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096
-  // (docs/kernel-notes.md, session 6).
+  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096.
   const TimedGraph chain_graph(layer, chain);
   const TimedGraph gemm_graph(layer, gemm_steps);
   chain_graph.warm(args.warmup);
@@ -182,27 +206,41 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
     gemm_graph.replay_once(gemm_us);
   }
 
-  const std::optional<double> copy_tbps = limits.copy ? std::optional(limits.copy->tbps) : std::nullopt;
-  const std::optional<double> tensor_tflops = limits.tensor ? std::optional(limits.tensor->tflops) : std::nullopt;
+  const std::optional<double> read_tbps = limits.read_tbps();
+  const std::optional<double> copy_tbps = limits.copy_tbps();
+  const std::optional<double> mma_tflops = limits.mma_tflops();
+  const std::optional<double> cublas_tflops = limits.cublas_tflops();
 
   fmt::format_to(put, "\nt={}: pairs {}, active experts {}, layout {}, GEMM tile gate/up {} down {}\n", g.tokens,
                  routing.n_pairs(), routing.n_active(), to_string(layout), layer.gate_tile(), layer.down_tile());
-  fmt::format_to(put, "  {:<9} {:>10} {:>9} {:>9} {:>7} {:>6} {:>8} {:>7}\n", "kernel", "median us", "min us",
-                 "MB moved", "TB/s", "%copy", "TFLOP/s", "%fp16");
+  // A GEMM's bound is its weight stream against the read limit; every other kernel reads and
+  // writes, against the copy limit. A kernel whose bytes fit in L2 may find them there (its
+  // producer just wrote them): its rate can pass the device-memory limit (marked *).
+  fmt::format_to(put, "  {:<9} {:>10} {:>9} {:>9} {:>7} {:>6} {:>7} {:>8} {:>6} {:>7}\n", "kernel", "median us", "min us",
+                 "MB moved", "TB/s", "bound", "%bound", "TFLOP/s", "%mma", "%cuBLAS");
   nlohmann::json steps = nlohmann::json::array();
   std::int64_t gemm_weight_bytes = 0;
   double gemm_flops = 0;
+  bool any_in_l2 = false;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     StepFigures f{chain[i], median(chain_us[i]), *std::min_element(chain_us[i].begin(), chain_us[i].end()),
                   cuda::step_cost(chain[i], g, routing)};
     const double seconds = f.median_us * 1e-6;
     const double tbps = static_cast<double>(f.cost.bytes) / seconds / 1e12;
     const double tflops = f.cost.flops / seconds / 1e12;
+    const bool gemm = f.cost.weight_bytes > 0;
+    const double bound_tbps = gemm ? static_cast<double>(f.cost.weight_bytes) / seconds / 1e12 : tbps;
+    const std::optional<double>& bound_limit = gemm ? read_tbps : copy_tbps;
+    const bool in_l2 = !gemm && limits.l2_bytes > 0 && f.cost.bytes <= limits.l2_bytes;
+    any_in_l2 = any_in_l2 || in_l2;
     gemm_weight_bytes += f.cost.weight_bytes;
     gemm_flops += f.cost.flops;
-    fmt::format_to(put, "  {:<9} {:>10.1f} {:>9.1f} {:>9.1f} {:>7.2f} {:>6} {:>8.1f} {:>7}\n", to_string(f.step),
-                   f.median_us, f.min_us, static_cast<double>(f.cost.bytes) / 1e6, tbps, fraction(tbps, copy_tbps),
-                   tflops, f.cost.flops > 0 ? fraction(tflops, tensor_tflops) : std::string("    -"));
+    fmt::format_to(put, "  {:<9} {:>10.1f} {:>9.1f} {:>9.1f} {:>7.2f} {:>6} {:>6}{} {:>8} {:>6} {:>7}\n", to_string(f.step),
+                   f.median_us, f.min_us, static_cast<double>(f.cost.bytes) / 1e6, tbps, gemm ? "read" : "copy",
+                   fraction(bound_tbps, bound_limit), in_l2 ? "*" : " ",
+                   f.cost.flops > 0 ? fmt::format("{:.1f}", tflops) : std::string("-"),
+                   f.cost.flops > 0 ? fraction(tflops, mma_tflops) : std::string("    -"),
+                   f.cost.flops > 0 ? fraction(tflops, cublas_tflops) : std::string("    -"));
     steps.push_back({{"kernel", std::string(to_string(f.step))},
                      {"median_us", f.median_us},
                      {"min_us", f.min_us},
@@ -211,30 +249,44 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
                      {"flops", f.cost.flops},
                      {"tbps", tbps},
                      {"tflops", tflops},
-                     {"fraction_of_copy", copy_tbps ? tbps / *copy_tbps : 0.0},
-                     {"fraction_of_fp16", tensor_tflops && f.cost.flops > 0 ? tflops / *tensor_tflops : 0.0}});
+                     {"bound", gemm ? "read" : "copy"},
+                     {"bound_tbps", bound_tbps},
+                     {"fraction_of_bound", bound_limit ? bound_tbps / *bound_limit : 0.0},
+                     {"fits_l2", in_l2},
+                     {"fraction_of_mma", mma_tflops && f.cost.flops > 0 ? tflops / *mma_tflops : 0.0},
+                     {"fraction_of_cublas", cublas_tflops && f.cost.flops > 0 ? tflops / *cublas_tflops : 0.0}});
+  }
+  if (any_in_l2) {
+    fmt::format_to(put, "  * its bytes fit in the {:.0f} MB L2: it can run past the device-memory limit\n",
+                   static_cast<double>(limits.l2_bytes) / 1e6);
   }
   const double gemms = median(gemm_us.back());
   const double chain_total = median(chain_us.back());
-  const double facts_floor = std::max(static_cast<double>(gemm_weight_bytes) / (kFactsCopyTbps * 1e12),
-                                      gemm_flops / (kFactsTensorTflops * 1e12)) * 1e6;
-  const double measured_floor =
-      copy_tbps && tensor_tflops
-          ? std::max(static_cast<double>(gemm_weight_bytes) / (*copy_tbps * 1e12), gemm_flops / (*tensor_tflops * 1e12)) *
-                1e6
-          : 0.0;
+  const double reference_floor = std::max(static_cast<double>(gemm_weight_bytes) / (kReferenceReadTbps * 1e12),
+                                          gemm_flops / (kReferenceTensorTflops * 1e12)) * 1e6;
+  // The measured floor: weights at the read limit or FLOPs at the MMA peak (cuBLAS where the build
+  // has no wgmma), whichever takes longer.
+  const std::optional<double> floor_tflops = mma_tflops ? mma_tflops : cublas_tflops;
+  const double weight_floor = read_tbps ? static_cast<double>(gemm_weight_bytes) / (*read_tbps * 1e12) * 1e6 : 0.0;
+  const double math_floor = floor_tflops ? gemm_flops / (*floor_tflops * 1e12) * 1e6 : 0.0;
+  const double measured_floor = read_tbps && floor_tflops ? std::max(weight_floor, math_floor) : 0.0;
+  const char* floor_bound = weight_floor >= math_floor ? "read" : (mma_tflops ? "mma" : "cublas");
   const double weight_tbps = static_cast<double>(gemm_weight_bytes) / (gemms * 1e-6) / 1e12;
   const double gemm_tflops = gemm_flops / (gemms * 1e-6) / 1e12;
-  fmt::format_to(put, "  3 GEMMs  {:>10.1f} us back to back: weights {:.0f} MB at {:.2f} TB/s ({} of copy), {:.1f} "
-                      "TFLOP/s ({} of fp16)\n",
-                 gemms, static_cast<double>(gemm_weight_bytes) / 1e6, weight_tbps, fraction(weight_tbps, copy_tbps),
-                 gemm_tflops, fraction(gemm_tflops, tensor_tflops));
-  fmt::format_to(put, "           floor {:.0f} us (facts.md: 4.3 TB/s, 790 TFLOP/s) -> {:.2f}x", facts_floor,
-                 gemms / facts_floor);
+  fmt::format_to(put, "  3 GEMMs  {:>10.1f} us back to back: weights {:.0f} MB at {:.2f} TB/s ({} of read), {:.1f} "
+                      "TFLOP/s ({} of MMA peak, {} of cuBLAS)\n",
+                 gemms, static_cast<double>(gemm_weight_bytes) / 1e6, weight_tbps, fraction(weight_tbps, read_tbps),
+                 gemm_tflops, fraction(gemm_tflops, mma_tflops), fraction(gemm_tflops, cublas_tflops));
   if (measured_floor > 0) {
-    fmt::format_to(put, "; floor at this run's limits {:.0f} us -> {:.2f}x", measured_floor, gemms / measured_floor);
+    fmt::format_to(put, "           floor {:.0f} us (weights at the read limit {:.0f} us, FLOPs at the {} {:.0f} us) -> {:.2f}x",
+                   measured_floor, weight_floor, mma_tflops ? "MMA peak" : "cuBLAS rate", math_floor,
+                   gemms / measured_floor);
+  } else {
+    fmt::format_to(put, "           floor: limits not measured");
   }
-  fmt::format_to(put, "\n  chain    {:>10.1f} us (7 kernels, with event nodes between them)\n", chain_total);
+  fmt::format_to(put, "; at the reference {} TB/s, {} TFLOP/s {:.0f} us -> {:.2f}x\n", kReferenceReadTbps,
+                 kReferenceTensorTflops, reference_floor, gemms / reference_floor);
+  fmt::format_to(put, "  chain    {:>10.1f} us (7 kernels, with event nodes between them)\n", chain_total);
 
   nlohmann::json j = {{"tokens", g.tokens},
                       {"pairs", routing.n_pairs()},
@@ -248,8 +300,11 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
                        {{"gate", median(gemm_us[0])}, {"up", median(gemm_us[1])}, {"down", median(gemm_us[2])}}},
                       {"gemm_weight_bytes", gemm_weight_bytes},
                       {"gemm_flops", gemm_flops},
-                      {"floor_facts_us", facts_floor},
-                      {"floor_measured_us", measured_floor},
+                      {"floor_us", measured_floor},
+                      {"floor_bound", measured_floor > 0 ? nlohmann::json(floor_bound) : nlohmann::json(nullptr)},
+                      {"floor_weights_us", weight_floor},
+                      {"floor_flops_us", math_floor},
+                      {"floor_reference_us", reference_floor},
                       {"chain_us", chain_total}};
 
   if (args.all_tiles) {
@@ -292,11 +347,28 @@ void run_bench(const BenchArgs& args) {
   fmt::format_to(put, "tpgraph bench on {} ({} SMs), layout {}, {} replays (median)\n", device.name, device.sm_count,
                  to_string(layout), args.replays);
   if (!args.no_limits) {
-    limits.copy = measure_copy_bandwidth(args.device, std::int64_t{1} << 31, 20);
-    limits.tensor = measure_tensor_throughput(args.device, 8192, 20);
-    fmt::format_to(put, "limits measured now: device copy {:.2f} TB/s (2 GiB D2D from a graph, read + write), "
-                        "cuBLAS fp16->fp32 8192^3 {:.0f} TFLOP/s\n",
-                   limits.copy->tbps, limits.tensor->tflops);
+    limits.read = measure_stream_limit(args.device, kernels::StreamKind::read, kStreamBytes, 10);
+    limits.write = measure_stream_limit(args.device, kernels::StreamKind::write, kStreamBytes, 10);
+    limits.copy = measure_stream_limit(args.device, kernels::StreamKind::copy, kStreamBytes, 10);
+    if (kernels::mma_peak_built()) limits.mma = measure_mma_peak(args.device, 10);
+    limits.cublas = measure_tensor_throughput(args.device, 8192, 20);
+    limits.memcpy = measure_memcpy(args.device, std::int64_t{1} << 31, 20);
+    int l2 = 0;
+    TPG_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, args.device));
+    limits.l2_bytes = l2;
+    fmt::format_to(put, "limits measured now (each the best of a sweep of launch shapes, {} MiB buffers):\n",
+                   kStreamBytes >> 20);
+    for (const StreamLimit* l : {&*limits.read, &*limits.write, &*limits.copy}) {
+      fmt::format_to(put, "  {:<6} {:5.2f} TB/s{}  ({})\n", to_string(l->kind), l->best.tbps,
+                     l->kind == kernels::StreamKind::copy ? " read + write" : "", describe(l->best.shape));
+    }
+    if (limits.mma) {
+      fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops, describe(limits.mma->best.shape));
+    } else {
+      fmt::format_to(put, "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n");
+    }
+    fmt::format_to(put, "  cuBLAS {:5.0f} TFLOP/s (fp16 -> fp32 {}^3), memcpy {:.2f} TB/s read + write (2 GiB D2D)\n",
+                   limits.cublas->tflops, limits.cublas->n, limits.memcpy->tbps);
   }
   fmt::print("{}", table);
   std::fflush(stdout);
@@ -316,23 +388,53 @@ void run_bench(const BenchArgs& args) {
 
   if (args.json) {
     nlohmann::json j;
-    j["schema"] = "tpgraph.bench/1";
+    j["schema"] = "tpgraph.bench/2";
     j["tool_version"] = TPGRAPH_VERSION;
     j["git_revision"] = TPGRAPH_GIT_REVISION;
     j["date"] = utc_now_iso8601();
-    j["device"] = {{"ordinal", device.ordinal}, {"name", device.name}, {"sm_count", device.sm_count}};
+    j["device"] = {{"ordinal", device.ordinal}, {"name", device.name}, {"sm_count", device.sm_count},
+                   {"l2_bytes", limits.l2_bytes}};
     j["layout"] = std::string(to_string(layout));
     j["replays"] = args.replays;
     j["limits"] = nlohmann::json::object();
-    if (limits.copy) {
-      j["limits"]["copy"] = {{"bytes", limits.copy->bytes}, {"median_us", limits.copy->median_us},
-                             {"tbps", limits.copy->tbps}};
+    auto stream_json = [](const StreamLimit& l) {
+      auto shape = [](const kernels::StreamShape& s) {
+        return nlohmann::json{
+            {"blocks", s.blocks}, {"threads", s.threads}, {"vector_bytes", s.vector_bytes}, {"unroll", s.unroll}};
+      };
+      nlohmann::json trials = nlohmann::json::array();
+      for (const auto& t : l.trials) trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tbps", t.tbps}});
+      return nlohmann::json{{"buffer_bytes", l.buffer_bytes}, {"moved_bytes", l.moved_bytes},
+                            {"median_us", l.best.median_us}, {"tbps", l.best.tbps},
+                            {"shape", shape(l.best.shape)}, {"trials", trials}};
+    };
+    if (limits.read) j["limits"]["read"] = stream_json(*limits.read);
+    if (limits.write) j["limits"]["write"] = stream_json(*limits.write);
+    if (limits.copy) j["limits"]["copy"] = stream_json(*limits.copy);
+    if (limits.mma) {
+      auto shape = [](const kernels::MmaPeakShape& s) {
+        return nlohmann::json{{"n", s.n}, {"warpgroups", s.warpgroups}, {"blocks", s.blocks}};
+      };
+      nlohmann::json trials = nlohmann::json::array();
+      for (const auto& t : limits.mma->trials) {
+        trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tflops", t.tflops}});
+      }
+      j["limits"]["mma"] = {{"instruction", "wgmma.mma_async.m64nNk16.f32.f16.f16, A registers, B shared (128B swizzle)"},
+                            {"iterations", limits.mma->iterations},
+                            {"median_us", limits.mma->best.median_us},
+                            {"tflops", limits.mma->best.tflops},
+                            {"shape", shape(limits.mma->best.shape)},
+                            {"trials", trials}};
     }
-    if (limits.tensor) {
-      j["limits"]["fp16_tensor"] = {{"n", limits.tensor->n}, {"median_us", limits.tensor->median_us},
-                                    {"tflops", limits.tensor->tflops}};
+    if (limits.cublas) {
+      j["limits"]["cublas_fp16"] = {{"n", limits.cublas->n}, {"median_us", limits.cublas->median_us},
+                                    {"tflops", limits.cublas->tflops}};
     }
-    j["facts_floor_rates"] = {{"copy_tbps", kFactsCopyTbps}, {"tensor_tflops", kFactsTensorTflops}};
+    if (limits.memcpy) {
+      j["limits"]["memcpy"] = {{"bytes", limits.memcpy->bytes}, {"median_us", limits.memcpy->median_us},
+                               {"tbps", limits.memcpy->tbps}};
+    }
+    j["reference_rates"] = {{"read_tbps", kReferenceReadTbps}, {"tensor_tflops", kReferenceTensorTflops}};
     j["results"] = results;
     write_file_atomically(*args.json, j.dump(2) + "\n");
   }
@@ -354,7 +456,7 @@ void add_bench_command(CLI::App& app) {
                               kernels::gemm_tile_count() - 1))
       ->check(CLI::Range(0, kernels::gemm_tile_count() - 1));
   cmd->add_flag("--all-tiles", args->all_tiles, "also time the three GEMMs with every tile");
-  cmd->add_flag("--no-limits", args->no_limits, "skip measuring the copy and fp16 limits (for profilers)");
+  cmd->add_flag("--no-limits", args->no_limits, "skip measuring the memory and tensor-core limits (for profilers)");
   cmd->add_option("--seed", args->seed, "seed of weights and inputs")->capture_default_str();
   cmd->callback([args] { run_bench(*args); });
 }

@@ -2,6 +2,11 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
+#include <filesystem>
+
+#include "core/traced_run.hpp"
+
 namespace tpgraph::cli {
 
 void add_plan_command(CLI::App& app);     // cmd_plan.cpp
@@ -11,5 +16,17 @@ void add_run_command(CLI::App& app);      // cmd_run.cpp
 void add_check_command(CLI::App& app);    // cmd_check.cpp
 void add_bench_command(CLI::App& app);    // cmd_bench.cpp
 void add_analyze_command(CLI::App& app);  // cmd_analyze.cpp
+void add_trace_command(CLI::App& app);    // cmd_trace.cpp
+
+// Thrown by a command that must end the process with a given code (trace: the traced command's own).
+struct ExitRequest {
+  int code = 0;
+};
+
+// cmd_trace.cpp, shared with analyze: the clock flags as merge options (InputError when both), and
+// every output of a trace folder (its procs/ record files) written into `dir`; returns the count.
+[[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
+std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
+                                 const TraceMergeOptions& options);
 
 }  // namespace tpgraph::cli

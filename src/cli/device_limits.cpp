@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/half.hpp"
@@ -26,7 +27,8 @@ void check_cublas(cublasStatus_t status, const char* what) {
   }
 }
 
-// Times `launch` (which enqueues on `stream`) with events around each call.
+// Times `launch` (which enqueues on `stream`) with events around each call; `warmup` untimed
+// calls first.
 template <class Launch>
 std::vector<double> time_calls(cudaStream_t stream, int device, int warmup, int reps, Launch&& launch) {
   const cuda::Event start = cuda::make_event(device);
@@ -46,9 +48,96 @@ std::vector<double> time_calls(cudaStream_t stream, int device, int warmup, int 
   return us;
 }
 
+int sm_count(int device) {
+  int sms = 0;
+  TPG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
 }  // namespace
 
-CopyLimit measure_copy_bandwidth(int device, std::int64_t bytes, int replays) {
+std::string to_string(kernels::StreamKind kind) {
+  switch (kind) {
+    case kernels::StreamKind::read: return "read";
+    case kernels::StreamKind::write: return "write";
+    case kernels::StreamKind::copy: return "copy";
+  }
+  return "?";
+}
+
+std::string describe(const kernels::StreamShape& shape) {
+  return fmt::format("{} blocks x {} threads, {}-byte vectors x {}", shape.blocks, shape.threads, shape.vector_bytes,
+                     shape.unroll);
+}
+
+std::string describe(const kernels::MmaPeakShape& shape) {
+  return fmt::format("wgmma m64n{}k16 f32.f16.f16, {} blocks x {} warpgroups", shape.n, shape.blocks, shape.warpgroups);
+}
+
+StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int64_t bytes, int reps) {
+  const cuda::DeviceScope scope(device);
+  const auto n = static_cast<std::size_t>(bytes);
+  // A buffer many times the L2, so every launch streams from and to device memory.
+  cuda::DeviceBuffer<std::uint8_t> src;
+  cuda::DeviceBuffer<std::uint8_t> dst;
+  if (kind != kernels::StreamKind::write) {
+    src = cuda::DeviceBuffer<std::uint8_t>(device, n);
+    TPG_CUDA(cudaMemset(src.get(), 0x5a, n));
+  }
+  if (kind != kernels::StreamKind::read) {
+    dst = cuda::DeviceBuffer<std::uint8_t>(device, n);
+    TPG_CUDA(cudaMemset(dst.get(), 0, n));
+  }
+  const cuda::DeviceBuffer<std::uint32_t> sink(device, 1);
+  const cuda::Stream stream = cuda::make_stream(device);
+  const int sms = sm_count(device);
+  StreamLimit limit;
+  limit.kind = kind;
+  limit.buffer_bytes = bytes;
+  limit.moved_bytes = kind == kernels::StreamKind::copy ? 2 * bytes : bytes;
+  for (const int per_sm : {1, 2, 4, 8}) {
+    for (const int vector_bytes : {4, 8, 16}) {
+      for (const int unroll : {1, 2, 4}) {
+        const kernels::StreamShape shape{sms * per_sm, 256, vector_bytes, unroll};
+        const auto us = time_calls(stream.get(), device, 2, reps, [&] {
+          kernels::stream_memory(kind, src.get(), dst.get(), bytes, shape, sink.get(), stream.get());
+        });
+        StreamTrial trial{shape, median(us), 0.0};
+        trial.tbps = static_cast<double>(limit.moved_bytes) / (trial.median_us * 1e-6) / 1e12;
+        limit.trials.push_back(trial);
+        if (trial.tbps > limit.best.tbps) limit.best = trial;
+      }
+    }
+  }
+  return limit;
+}
+
+MmaLimit measure_mma_peak(int device, int reps) {
+  const cuda::DeviceScope scope(device);
+  const int sms = sm_count(device);
+  const cuda::DeviceBuffer<float> sink(device, static_cast<std::size_t>(2 * sms));
+  const cuda::Stream stream = cuda::make_stream(device);
+  MmaLimit limit;
+  // About 1-2 ms a launch at the H200's rate: long against launch overhead, short against clocks
+  // that drop under sustained load.
+  limit.iterations = 2048;
+  for (const int n : {64, 128, 160}) {
+    for (const int warpgroups : {1, 2, 3}) {
+      for (const int per_sm : {1, 2}) {
+        const kernels::MmaPeakShape shape{n, warpgroups, sms * per_sm};
+        const auto us = time_calls(stream.get(), device, 2, reps,
+                                   [&] { kernels::mma_peak(shape, limit.iterations, sink.get(), stream.get()); });
+        MmaTrial trial{shape, median(us), 0.0};
+        trial.tflops = kernels::mma_peak_flops(shape, limit.iterations) / (trial.median_us * 1e-6) / 1e12;
+        limit.trials.push_back(trial);
+        if (trial.tflops > limit.best.tflops) limit.best = trial;
+      }
+    }
+  }
+  return limit;
+}
+
+MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays) {
   const cuda::DeviceScope scope(device);
   const auto n = static_cast<std::size_t>(bytes);
   const cuda::DeviceBuffer<std::uint8_t> src(device, n);
@@ -64,7 +153,7 @@ CopyLimit measure_copy_bandwidth(int device, std::int64_t bytes, int replays) {
   const cuda::GraphExec exec = cuda::instantiate(graph);
   const auto us = time_calls(stream.get(), device, 3, replays,
                              [&] { TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get())); });
-  CopyLimit limit;
+  MemcpyRate limit;
   limit.bytes = bytes;
   limit.median_us = median(us);
   limit.tbps = 2.0 * static_cast<double>(bytes) / (limit.median_us * 1e-6) / 1e12;

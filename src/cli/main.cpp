@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   tpgraph::cli::add_bench_command(app);
   tpgraph::cli::add_analyze_command(app);
   tpgraph::cli::add_info_command(app);
+  tpgraph::cli::add_trace_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const tpgraph::cli::ExitRequest& e) {
+    return e.code;
   } catch (const CLI::ParseError& e) {
     return fail(2, "", e.what());
   } catch (const tpgraph::InputError& e) {

@@ -54,6 +54,40 @@ const char* shape_of(CudaNodeType t) {
 
 constexpr const char* kCrossRankColor = "#d62728";
 
+// ColorBrewer's YlOrRd, light to dark, one per kDotHeatSteps entry.
+constexpr std::array<const char*, 6> kHeatFill{"#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026"};
+
+std::size_t heat_step(double share) {
+  std::size_t step = 0;
+  for (std::size_t i = 0; i < kDotHeatSteps.size(); ++i)
+    if (share >= kDotHeatSteps[i]) step = i;
+  return step;
+}
+
+void write_heat_legend(std::string& out, double span_us) {
+  out += "  subgraph cluster_legend {\n    label=\"legend\"; style=\"rounded,dashed\"; color=\"#9e9e9e\";\n";
+  for (std::size_t i = 0; i < kHeatFill.size(); ++i) {
+    const std::string text =
+        i + 1 < kDotHeatSteps.size()
+            ? fmt::format("ran {:g}-{:g}% of the span", kDotHeatSteps[i] * 100, kDotHeatSteps[i + 1] * 100)
+            : fmt::format("ran {:g}% or more of the span", kDotHeatSteps[i] * 100);
+    fmt::format_to(std::back_inserter(out),
+                   "    legend_heat{} [label=\"{}\", shape=box, style=\"rounded,filled\", fillcolor=\"{}\", "
+                   "fontcolor=\"{}\"];\n",
+                   i, dot_escape(text), kHeatFill[i], i >= 4 ? "white" : "black");
+  }
+  fmt::format_to(std::back_inserter(out),
+                 "    legend_wait [label=\"{}\", shape=box, style=\"rounded,filled\", fillcolor=\"white\", "
+                 "color=\"{}\", penwidth=3];\n",
+                 dot_escape(fmt::format("waited {:g}% of the span or more\n(median span {:.1f} µs)",
+                                        kDotWaitShareMarked * 100, span_us)),
+                 kCrossRankColor);
+  for (std::size_t i = 0; i + 1 < kHeatFill.size(); ++i)
+    fmt::format_to(std::back_inserter(out), "    legend_heat{} -> legend_heat{} [style=invis];\n", i, i + 1);
+  fmt::format_to(std::back_inserter(out), "    legend_heat{} -> legend_wait [style=invis];\n", kHeatFill.size() - 1);
+  out += "  }\n";
+}
+
 std::string si(double v, std::string_view unit) {
   static constexpr std::array<const char*, 5> kPrefixes{"", "K", "M", "G", "T"};
   std::size_t i = 0;
@@ -131,15 +165,21 @@ std::string dot_escape(std::string_view text) {
   return out;
 }
 
-std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s) {
+std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const VariantTimeline* timeline) {
+  const double span_us = timeline && timeline->span_us.count > 0 ? timeline->span_us.median : 0.0;
+  const bool timed = span_us > 0;
   std::string out;
   auto w = std::back_inserter(out);
   const auto& g = s.geometry;
-  const std::string title = fmt::format(
+  std::string title = fmt::format(
       "{}: {}\nexperts {}, top-k {}, hidden {}, ff {}, tokens {}, ranks {}, layers {} | peer copy {}, "
       "join {}, root busy {}, alloc {}, issue {}",
       s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers,
       to_string(s.peer_copy), to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
+  if (timed)
+    title += fmt::format("\nmedian span {:.1f} µs over {} replays; fill: share of the span a node ran; red border: "
+                         "median wait {:g}% of the span or more",
+                         span_us, timeline->span_us.count, kDotWaitShareMarked * 100);
   fmt::format_to(w, "digraph tpgraph {{\n");
   fmt::format_to(w, "  graph [label=\"{}\", labelloc=t, fontname=\"Helvetica\", fontsize=12, newrank=true, "
                     "nodesep=0.3, ranksep=0.35];\n",
@@ -156,12 +196,27 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s) {
     for (int id : ids) {
       const auto& n = graph.nodes[static_cast<std::size_t>(id)];
       const auto detail = node_detail(n);
-      const std::string label = dot_escape(n.label) + (detail.empty() ? "" : "\\n" + dot_escape(detail));
+      std::string label = dot_escape(n.label) + (detail.empty() ? "" : "\\n" + dot_escape(detail));
+      std::string tooltip = fmt::format("{} | {} | layer {} | GPU {}", n.label, to_string(n.role), n.layer, n.device);
+      const NodeWaitSummary* timing = timed ? timeline->wait_of(n.id) : nullptr;
       fmt::format_to(w, "    n{} [", n.id);
-      node_attrs(out, label, n.kind, cuda_node_type(n.kind));
-      fmt::format_to(w, ", tooltip=\"{}\"];\n",
-                     dot_escape(fmt::format("{} | {} | layer {} | GPU {}", n.label, to_string(n.role), n.layer,
-                                            n.device)));
+      if (timing == nullptr) {
+        node_attrs(out, label, n.kind, cuda_node_type(n.kind));
+      } else {
+        const double share = timing->duration_us.median / span_us;
+        const double wait_share = timing->wait_us.median / span_us;
+        label += dot_escape(fmt::format("\n{:.1f} µs ({:.1f}%) · wait {:.1f} µs", timing->duration_us.median,
+                                        100.0 * share, timing->wait_us.median));
+        const std::size_t step = heat_step(share);
+        fmt::format_to(w, "label=\"{}\", shape={}, style=\"{}\", fillcolor=\"{}\", fontcolor=\"{}\"", label,
+                       shape_of(cuda_node_type(n.kind)),
+                       cuda_node_type(n.kind) == CudaNodeType::kernel ? "rounded,filled" : "filled", kHeatFill[step],
+                       step >= 4 ? "white" : "black");
+        if (wait_share >= kDotWaitShareMarked) fmt::format_to(w, ", color=\"{}\", penwidth=3", kCrossRankColor);
+        tooltip += fmt::format(" | median {:.1f} µs, {:.1f}% of the median span {:.1f} µs | median wait {:.1f} µs",
+                               timing->duration_us.median, 100.0 * share, span_us, timing->wait_us.median);
+      }
+      fmt::format_to(w, ", tooltip=\"{}\"];\n", dot_escape(tooltip));
     }
     if (r == 0 && !graph.end_joins.empty()) {
       fmt::format_to(w, "    graph_end [label=\"end\", tooltip=\"end of the graph: every stream has rejoined the root\", shape=doublecircle, fixedsize=true, width=0.45, fontsize=8];\n");
@@ -192,7 +247,8 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s) {
                                             graph.nodes[static_cast<std::size_t>(id)].label)));
     }
   }
-  write_legend(out);
+  if (timed) write_heat_legend(out, span_us);
+  else write_legend(out);
   out += "}\n";
   return out;
 }

@@ -115,6 +115,10 @@ struct LayerGraph {
   // Count of nodes per (rank, CUDA node type): what the captured graph must match.
   [[nodiscard]] std::map<std::pair<int, CudaNodeType>, int> cuda_node_counts() const;
   [[nodiscard]] const Node* find(std::string_view label) const;
+  // A traced program's graph (`tpgraph trace`), not a scenario's layer graph.
+  [[nodiscard]] bool traced() const {
+    return !nodes.empty() && nodes.front().role == Role::traced;
+  }
   // Nodes of one rank's stream, in issue order.
   [[nodiscard]] std::vector<int> stream_nodes(int rank) const;
 };

@@ -51,4 +51,13 @@ struct EventSpan {
   double span_ms = 0;
 };
 
+// What the host pays to build and launch a variant's graph (steady clock, measured with tracing off).
+struct HostCosts {
+  double capture_ms = 0;      // begin capture to end capture, every node issued; 0: not captured (eager)
+  double instantiate_ms = 0;  // cudaGraphInstantiate
+  // Per launch of a burst issued back to back without waiting (the GPU still busy with earlier
+  // launches): the host time of each launch call. Empty: not measured.
+  std::vector<double> queued_launch_us;
+};
+
 }  // namespace tpgraph

@@ -11,7 +11,7 @@
 namespace tpgraph {
 
 // Bumped whenever a field of report.json changes meaning or disappears.
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 // The folder name of each variant's outputs: its scenario name made safe for a path, unique.
 [[nodiscard]] std::vector<std::string> variant_folder_names(const RunData& run);
@@ -23,6 +23,25 @@ inline constexpr int kReportSchemaVersion = 1;
 [[nodiscard]] std::string shared_gpu_note(const RunEnvironment& env, const VariantTimeline& v);
 // "" when collection was clean; else a banner line naming every problem.
 [[nodiscard]] std::string collection_banner(const VariantTimeline& v);
+
+// What decided the verdict and what the other overlap says, e.g. "PARTIAL on busy overlap 0.18
+// (rank 1 shares the root's GPU: their kernels ran at the same time 18% of the time); window
+// overlap 0.98 would say OVERLAPPED". Every output prints it.
+[[nodiscard]] std::string verdict_basis_text(const VariantTimeline& v);
+// A node's label, "replay start" for -1.
+[[nodiscard]] std::string node_name(const LayerGraph& g, int node);
+// "r0.gate", "r0.gate of another replay", "work matching no node".
+[[nodiscard]] std::string occupant_name(const LayerGraph& g, const Occupant& o);
+// "waited 732.1 µs: contention 730.0 (r0.gate 730.0), idle 2.1", and where arrival applies
+// "; arrival 120.0 (r1.combine ended after r0.combine)". `ready_from` names the latter.
+[[nodiscard]] std::string wait_parts_text(const LayerGraph& g, double wait_us, const WaitParts& parts, int ready_from);
+// A node's typical wait (its median replay) in the form above, led by its label.
+[[nodiscard]] std::string typical_wait_text(const LayerGraph& g, const VariantTimeline& v, const NodeWaitSummary& w);
+
+// `tpgraph analyze RUN --replay N`: replay N of every variant in full (every node's start,
+// duration, wait and its parts, the overlaps and the critical path). InputError when N is not a
+// replay of the run.
+[[nodiscard]] std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis, int replay);
 
 [[nodiscard]] std::string render_terminal_table(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_report_markdown(const RunData& run, const RunAnalysis& analysis);

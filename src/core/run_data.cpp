@@ -489,6 +489,9 @@ json variant_to_json(const VariantRun& v) {
               {"host_launch_us", v.host_launch_us},
               {"replay_us_untraced", v.replay_us_untraced},
               {"replay_us_traced", v.replay_us_traced},
+              {"host_costs", json{{"capture_ms", v.costs.capture_ms},
+                                  {"instantiate_ms", v.costs.instantiate_ms},
+                                  {"queued_launch_us", v.costs.queued_launch_us}}},
               {"health", health_to_json(v.health)},
               {"cuda_graph_dot", v.cuda_graph_dot},
               {"output_check", v.output_check ? comparison_to_json(*v.output_check) : json(nullptr)},
@@ -543,6 +546,14 @@ VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t ind
   };
   v.replay_us_untraced = replay_time(r.at("replay_us_untraced"));
   v.replay_us_traced = replay_time(r.at("replay_us_traced"));
+  if (r.has("host_costs")) {  // absent from records written before the costs were measured
+    const Reader costs = r.at("host_costs");
+    v.costs.capture_ms = costs.at("capture_ms").number(0, 1e9);
+    v.costs.instantiate_ms = costs.at("instantiate_ms").number(0, 1e9);
+    const Reader queued = costs.at("queued_launch_us");
+    for (std::size_t i = 0; i < queued.size_of_array(); ++i)
+      v.costs.queued_launch_us.push_back(queued.at(i).number(0, 1e12));
+  }
   v.health = health_from_json(r.at("health"));
   v.cuda_graph_dot = r.at("cuda_graph_dot").raw_string();
   const Reader check = r.at("output_check");

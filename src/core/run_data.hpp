@@ -52,7 +52,8 @@ struct VariantRun {
   // Warm-up replays already dropped; replay indices 0..N-1.
   std::vector<ActivityRecord> records;
   std::vector<EventSpan> event_spans;
-  std::vector<double> host_launch_us;  // per replay: host time of the launch call (µs)
+  std::vector<double> host_launch_us;  // per replay: host time of the launch call (µs), GPU idle
+  HostCosts costs;                     // capture, instantiate, queued launches
   double replay_us_untraced = 0;  // median wall per replay with CUPTI kernel tracing off; 0: not measured
   double replay_us_traced = 0;    // ... and on; 0: not measured
   CollectionHealth health;

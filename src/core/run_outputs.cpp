@@ -46,7 +46,7 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     const std::filesystem::path sub = dir / folders[i];
     if (selection.trace) write(sub / "trace.json", render_chrome_trace(run, analysis, i));
     if (selection.timeline) write(sub / "timeline.svg", render_timeline_svg(run, analysis, i));
-    write(sub / "graph.dot", layer_graph_dot(v.graph, v.scenario));
+    write(sub / "graph.dot", layer_graph_dot(v.graph, v.scenario, &analysis.variants[i]));
     if (!v.cuda_graph_dot.empty()) write(sub / "cuda-graph.dot", v.cuda_graph_dot);
   }
   write(dir / "report.md", render_report_markdown(run, analysis));

@@ -35,8 +35,9 @@ std::string_view kind_colour(NodeKind k) {
   return "#000000";
 }
 
-constexpr std::array kLegendKinds = {NodeKind::busy,    NodeKind::quantize, NodeKind::gemm, NodeKind::swiglu,
-                                     NodeKind::combine, NodeKind::reduce,   NodeKind::copy};
+constexpr std::array kLegendKinds = {NodeKind::busy,    NodeKind::quantize, NodeKind::gemm,   NodeKind::swiglu,
+                                     NodeKind::combine, NodeKind::reduce,   NodeKind::copy,   NodeKind::kernel,
+                                     NodeKind::memset};
 
 // A tick step of 1, 2 or 5 times a power of ten giving about eight ticks over `span`.
 double tick_step(double span) {
@@ -57,6 +58,25 @@ struct Mark {
   int replay = 0;
   int node = 0;
   double wait_us = 0;
+};
+
+// A node's name to write inside its bar (which is wide enough for it), from x0.
+struct Name {
+  int rank = 0;
+  double x0 = 0, y = 0;
+  std::string text;
+};
+
+// Horizontal extents already taken in one row of labels.
+class LabelRow {
+ public:
+  [[nodiscard]] bool fits(double x0, double x1) const {
+    return std::none_of(taken_.begin(), taken_.end(), [&](const auto& r) { return x0 < r.second && r.first < x1; });
+  }
+  void take(double x0, double x1) { taken_.emplace_back(x0, x1); }
+
+ private:
+  std::vector<std::pair<double, double>> taken_;
 };
 
 }  // namespace
@@ -113,8 +133,11 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   };
   std::vector<Line> header;
   std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
-  if (v.ranks >= 2 && v.overlap.count > 0) title += fmt::format(" (median overlap {:.2f})", v.overlap.median);
+  if (v.ranks >= 2 && v.verdict_overlap.count > 0)
+    title += fmt::format(" (median {} overlap {:.2f})", v.basis == OverlapBasis::mixed ? "deciding" : to_string(v.basis),
+                         v.verdict_overlap.median);
   header.push_back({title, "font-size=\"16\" font-weight=\"bold\""});
+  if (v.ranks >= 2) header.push_back({"verdict " + verdict_basis_text(v), "fill=\"#222\""});
   const std::string banner = collection_banner(v);
   if (!banner.empty()) header.push_back({banner, "fill=\"#d32f2f\" font-weight=\"bold\""});
   const std::string shared = shared_gpu_note(run.env, v);
@@ -122,7 +145,8 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   header.push_back({verdict_thresholds_text(), "fill=\"#444\""});
   header.push_back({shown.empty() ? std::string("no replay has records")
                                   : fmt::format("replays {}..{} of {} shown; hatched red: time a node waited after "
-                                                "everything the graph says it depends on had ended",
+                                                "everything the graph says it depends on had ended, labelled with "
+                                                "what ran on its GPU meanwhile (contention) and the idle rest",
                                                 shown.front(), shown.back(), v.replay_count),
                     "fill=\"#444\""});
   // Long lines wrap at word boundaries (about 6.5 px per character at 12 px).
@@ -142,7 +166,8 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     wrapped.push_back({std::string(rest), l.style});
   }
   const double header_h = 26 + 16.0 * static_cast<double>(wrapped.size());
-  const double lane_h = 58;  // ops bar 24, wait bar 8, wait label
+  const double label_row_h = 12;
+  const double lane_h = 46 + label_row_h * kSvgWaitLabelRows;  // ops bar 24, wait bar 8, label rows
   const int ranks = v.ranks;
   const double lanes_top = header_h + 18;  // room for the replay labels
   const double axis_y = lanes_top + ranks * lane_h + 6;
@@ -191,6 +216,7 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
 
   // Ops.
   std::vector<Mark> marks;
+  std::vector<Name> names;
   for (const int r : shown) {
     const auto& timings = v.timings[static_cast<std::size_t>(r)];
     for (std::size_t n = 0; n < timings.size(); ++n) {
@@ -206,16 +232,31 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
                      x, y, w, kind_colour(node.kind),
                      xml_escape(fmt::format("{} (replay {}): {:.1f} µs, waited {:.1f} µs", node.label, r,
                                             static_cast<double>(t.end_ns - t.start_ns) / 1000.0, t.wait_us)));
-      if (w > 7.0 * static_cast<double>(node.label.size()))
-        fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#ffffff\" font-size=\"10\">{}</text>\n", x + 2,
-                       y + 16, xml_escape(node.label));
+      if (w > 4 + kSvgLabelCharPx * static_cast<double>(display_chars(node.label)))
+        names.push_back(Name{node.rank, x + 2, y + 16, node.label});
       marks.push_back(Mark{r, static_cast<int>(n), t.wait_us});
     }
   }
 
-  // The largest waits, hatched from ready to start, labelled with what the node waited on.
+  // Names inside bars: in time order per lane, each clear of the previous ones (bars of concurrent
+  // streams of one rank can overlap).
+  std::stable_sort(names.begin(), names.end(), [](const Name& a, const Name& b) { return a.x0 < b.x0; });
+  std::vector<LabelRow> name_rows(static_cast<std::size_t>(std::max(ranks, 1)));
+  for (const Name& nm : names) {
+    const double x1 = nm.x0 + kSvgLabelCharPx * static_cast<double>(display_chars(nm.text));
+    auto& row = name_rows[static_cast<std::size_t>(nm.rank)];
+    if (!row.fits(nm.x0, x1)) continue;
+    row.take(nm.x0, x1);
+    fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#ffffff\" font-size=\"10\">{}</text>\n", nm.x0, nm.y,
+                   xml_escape(nm.text));
+  }
+
+  // The largest waits, hatched from ready to start, labelled with why; the largest wait takes the
+  // first row where its label fits.
   std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.wait_us > b.wait_us; });
   const double min_marked_us = std::max(1.0, 0.01 * span_us / std::max<double>(1, static_cast<double>(shown.size())));
+  std::vector<std::vector<LabelRow>> label_rows(static_cast<std::size_t>(std::max(ranks, 1)),
+                                                std::vector<LabelRow>(kSvgWaitLabelRows));
   std::size_t marked = 0;
   for (const Mark& m : marks) {
     if (marked >= static_cast<std::size_t>(std::max(options.waits_marked, 0)) || m.wait_us < min_marked_us) break;
@@ -225,15 +266,26 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     const double x0 = x_of(t.ready_ns);
     const double x1 = x_of(t.start_ns);
     const double y = lanes_top + node.rank * lane_h + 31;
-    const std::string on = t.ready_from >= 0 ? g.nodes[static_cast<std::size_t>(t.ready_from)].label : "replay start";
-    const std::string label = fmt::format("{} waited {:.1f} µs after {}", node.label, m.wait_us, on);
+    const std::string label = node.label + " " + wait_parts_text(g, m.wait_us, t.parts, t.ready_from);
     fmt::format_to(it,
                    "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"8\" fill=\"url(#wait-hatch)\" "
                    "stroke=\"#d32f2f\" stroke-width=\"0.8\"><title>{}</title></rect>\n",
-                   x0, y, std::max(x1 - x0, 1.0), xml_escape(fmt::format("{} (replay {})", label, m.replay)));
-    const bool anchor_end = x1 > left + plot_w * 0.6;
-    fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\" text-anchor=\"{}\">{}</text>\n",
-                   anchor_end ? x1 : x0, y + 19, anchor_end ? "end" : "start", xml_escape(label));
+                   x0, y, std::max(x1 - x0, 1.0),
+                   xml_escape(fmt::format("{} (replay {}, after {})", label, m.replay, node_name(g, t.ready_from))));
+    // Anchored at the wait's start, or at its end when that keeps it inside the picture.
+    const double w = kSvgLabelCharPx * static_cast<double>(display_chars(label));
+    double lx0 = x0;
+    if (lx0 + w > width - 4) lx0 = std::max(x1 - w, 4.0);
+    const double lx1 = lx0 + w;
+    auto& rows = label_rows[static_cast<std::size_t>(node.rank)];
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+      if (!rows[row].fits(lx0, lx1)) continue;
+      rows[row].take(lx0, lx1);
+      fmt::format_to(it,
+                     "<text class=\"wait-label\" x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\">{}</text>\n",
+                     lx0, y + 19 + label_row_h * static_cast<double>(row), xml_escape(label));
+      break;
+    }
   }
 
   // Time axis.

@@ -1,6 +1,9 @@
 // A variant's timeline as an SVG picture: a lane per rank on one time axis (µs), a few replays,
 // every kernel and copy as a bar coloured by what it does, and the largest waits drawn as hatched
-// red bars from the moment the node was ready to the moment it started, labelled.
+// red bars from the moment the node was ready to the moment it started, labelled with their parts
+// (contention by whom, idle). Labels never overlap: a wait label takes the first of a lane's label
+// rows where it fits and is left out (its bar keeps the text as a tooltip) where none has room; a
+// node's name is written inside its bar only where it fits and clears the names already written.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -10,6 +13,10 @@
 #include "core/timeline.hpp"
 
 namespace tpgraph {
+
+// Width allowed per character of the 10 px labels when fitting them (wider than the average glyph).
+inline constexpr double kSvgLabelCharPx = 6.0;
+inline constexpr int kSvgWaitLabelRows = 2;
 
 struct SvgOptions {
   int replays_shown = 3;   // the first replays: later ones look the same when the run is stable

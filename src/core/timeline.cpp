@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <queue>
+#include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -78,11 +81,32 @@ Verdict verdict_of(std::optional<double> overlap, int ranks) {
   return Verdict::partial;
 }
 
+std::string_view to_string(OverlapBasis b) {
+  switch (b) {
+    case OverlapBasis::window: return "window";
+    case OverlapBasis::busy: return "busy";
+    case OverlapBasis::mixed: return "busy or window per rank";
+  }
+  return "?";
+}
+
+std::string_view to_string(PathLinkKind k) {
+  switch (k) {
+    case PathLinkKind::run: return "run";
+    case PathLinkKind::idle: return "idle";
+    case PathLinkKind::contention: return "contention";
+    case PathLinkKind::unexplained: return "unexplained";
+  }
+  return "?";
+}
+
 std::string verdict_thresholds_text() {
   return fmt::format(
-      "verdict: OVERLAPPED if overlap >= {:.2f}, SERIALIZED if overlap <= {:.2f}, PARTIAL between; "
-      "overlap = time two ranks' windows share / the shorter window (rank vs root, smallest if more "
-      "than two ranks); event-span cross-check flagged beyond {:.0f}%",
+      "verdict: OVERLAPPED if overlap >= {:.2f}, SERIALIZED if overlap <= {:.2f}, PARTIAL between; the "
+      "overlap that decides is the busy overlap (time both ranks' kernels and copies ran at once / the less busy "
+      "rank's busy time) for a rank on the root's GPU, else the window overlap (time two ranks' windows share / "
+      "the shorter window); rank vs root, smallest if more than two ranks; event-span cross-check flagged beyond "
+      "{:.0f}%",
       kOverlappedAtLeast, kSerializedAtMost, kEventSpanTolerance * 100);
 }
 
@@ -187,6 +211,180 @@ bool RunAnalysis::collection_clean() const {
                      [](const VariantTimeline& v) { return v.health.clean(); });
 }
 
+namespace {
+
+// One recorded interval on a GPU: a node's record in a replay, or a record that fits no node.
+struct Work {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  int node = -1;    // -1: matches no node
+  int replay = -1;  // -1: outside the replays
+};
+
+// A stretch of time during which a GPU ran recorded work, owned by one interval of `work`: the one
+// running then that started first (ties: the order of `work`, sorted by start, end, replay, node).
+struct Segment {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::size_t owner = 0;
+};
+
+struct DeviceTimeline {
+  std::vector<Work> work;
+  std::vector<Segment> segments;  // disjoint, in time order; gaps are idle time
+
+  // One sort and one sweep; adjacent stretches of one owner merge.
+  void build() {
+    std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) {
+      return std::tie(a.start, a.end, a.replay, a.node) < std::tie(b.start, b.end, b.replay, b.node);
+    });
+    using End = std::pair<std::uint64_t, std::size_t>;
+    std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+    std::set<std::size_t> active;
+    std::size_t i = 0;
+    std::uint64_t t = 0;
+    while (i < work.size() || !active.empty()) {
+      if (active.empty()) t = work[i].start;
+      for (; i < work.size() && work[i].start <= t; ++i) {
+        if (work[i].end <= t) continue;
+        active.insert(i);
+        ends.emplace(work[i].end, i);
+      }
+      if (active.empty()) continue;
+      std::uint64_t next = ends.top().first;
+      if (i < work.size()) next = std::min(next, work[i].start);
+      const std::size_t owner = *active.begin();
+      if (!segments.empty() && segments.back().owner == owner && segments.back().end == t) {
+        segments.back().end = next;
+      } else {
+        segments.push_back(Segment{t, next, owner});
+      }
+      t = next;
+      while (!ends.empty() && ends.top().first <= t) {
+        active.erase(ends.top().second);
+        ends.pop();
+      }
+    }
+  }
+
+  // Index of the first segment ending after t.
+  [[nodiscard]] std::size_t first_ending_after(std::uint64_t t) const {
+    return static_cast<std::size_t>(
+        std::partition_point(segments.begin(), segments.end(), [&](const Segment& s) { return s.end <= t; }) -
+        segments.begin());
+  }
+};
+
+// Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest.
+WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi) {
+  WaitParts parts;
+  if (hi <= lo) return parts;
+  std::uint64_t busy = 0;
+  std::vector<std::pair<Occupant, std::uint64_t>> seen;
+  for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
+    const Segment& s = d.segments[k];
+    const Work& w = d.work[s.owner];
+    if (w.node == node && w.replay == replay) continue;
+    const std::uint64_t part = std::min(s.end, hi) - std::max(s.begin, lo);
+    busy += part;
+    const bool other = w.replay != replay || w.node < 0;
+    const auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& o) {
+      return o.first.node == w.node && o.first.other_replay == other;
+    });
+    if (it != seen.end()) it->second += part;
+    else seen.push_back({Occupant{w.node, other, 0}, part});
+  }
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
+    return std::tie(b.second, a.first.node, a.first.other_replay) < std::tie(a.second, b.first.node, b.first.other_replay);
+  });
+  for (std::size_t k = 0; k < std::min(seen.size(), kOccupantsKept); ++k) {
+    Occupant o = seen[k].first;
+    o.us = static_cast<double>(seen[k].second) / 1000.0;
+    parts.occupants.push_back(o);
+  }
+  parts.contention_us = static_cast<double>(busy) / 1000.0;
+  parts.idle_us = static_cast<double>(hi - lo - busy) / 1000.0;
+  return parts;
+}
+
+// The critical path of one replay (the rule is in timeline.hpp).
+std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeTiming>& nodes, int replay,
+                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices) {
+  std::vector<PathLink> links;  // collected backwards
+  if (!rt.present) return links;
+  const auto add = [&](PathLinkKind kind, int node, std::uint64_t lo, std::uint64_t hi, int held, int occupant) {
+    if (hi <= lo) return;
+    const double us = static_cast<double>(hi - lo) / 1000.0;
+    if (!links.empty() && links.back().kind == kind && links.back().node == node && links.back().held == held &&
+        links.back().occupant == occupant) {
+      links.back().us += us;
+    } else {
+      links.push_back(PathLink{kind, node, held, occupant, us});
+    }
+  };
+  int cur = -1;
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    if (nodes[n].recorded && (cur < 0 || nodes[n].end_ns > nodes[static_cast<std::size_t>(cur)].end_ns))
+      cur = static_cast<int>(n);
+  const std::uint64_t begin = rt.begin_ns;
+  std::uint64_t t = rt.end_ns;
+  int held = -1;
+  std::vector<char> visited(nodes.size(), 0);
+  while (cur >= 0 && t > begin) {
+    const auto ci = static_cast<std::size_t>(cur);
+    if (visited[ci]) break;
+    visited[ci] = 1;
+    const NodeTiming& n = nodes[ci];
+    add(PathLinkKind::run, cur, n.start_ns, t, held, -1);
+    t = std::min(t, n.start_ns);
+    held = -1;
+    const std::uint64_t lo = std::max(n.ready_ns, begin);
+    int next = -1;
+    const auto dit = devices.find(g.nodes[ci].device);
+    while (t > lo && dit != devices.end()) {
+      const DeviceTimeline& d = dit->second;
+      const auto k = static_cast<std::size_t>(
+          std::partition_point(d.segments.begin(), d.segments.end(), [&](const Segment& s) { return s.begin < t; }) -
+          d.segments.begin());
+      if (k == 0 || d.segments[k - 1].end < t) {
+        const std::uint64_t from = k == 0 ? lo : std::max(d.segments[k - 1].end, lo);
+        add(PathLinkKind::idle, cur, from, t, -1, -1);
+        t = from;
+        continue;
+      }
+      const Segment& s = d.segments[k - 1];
+      const Work& w = d.work[s.owner];
+      if (w.replay == replay && w.node >= 0 && w.node != cur && !visited[static_cast<std::size_t>(w.node)] &&
+          nodes[static_cast<std::size_t>(w.node)].recorded) {
+        next = w.node;  // it held the GPU while `cur` waited: the path runs through it
+        held = cur;
+        break;
+      }
+      const std::uint64_t from = std::max(s.begin, lo);
+      add(PathLinkKind::contention, cur, from, t, -1, w.node);
+      t = from;
+    }
+    if (next < 0 && t > lo) {  // no records on this GPU at all
+      add(PathLinkKind::idle, cur, lo, t, -1, -1);
+      t = lo;
+    }
+    cur = next >= 0 ? next : n.ready_from;
+  }
+  if (t > begin) add(PathLinkKind::unexplained, -1, begin, t, -1, -1);
+  std::reverse(links.begin(), links.end());
+  return links;
+}
+
+double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
+
+}  // namespace
+
+const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
+  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
+  const int i = wait_index[static_cast<std::size_t>(node)];
+  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
+}
+
 VariantTimeline analyze_variant(const VariantRun& v) {
   const LayerGraph& g = v.graph;
   const std::size_t node_count = g.nodes.size();
@@ -243,6 +441,17 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     for (std::size_t n = 0; n < node_count; ++n)
       if (leaves_record(g.nodes[n].kind) && !replay[n].recorded) ++out.health.missing;
 
+  // Every timestamped record on its GPU's timeline: what occupied the GPU while a node waited.
+  std::map<int, DeviceTimeline> devices;
+  for (const auto& a : v.records) {
+    if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
+    const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < node_count;
+    const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
+    devices[device].work.push_back(
+        Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
+  }
+  for (auto& [device, d] : devices) d.build();
+
   std::vector<std::vector<int>> pred(node_count), succ(node_count);
   for (const auto& e : g.edges) {
     pred[static_cast<std::size_t>(e.to)].push_back(e.from);
@@ -290,6 +499,21 @@ VariantTimeline analyze_variant(const VariantRun& v) {
         t.ready_ns = from >= 0 ? ready : rt.begin_ns;
         t.ready_from = from;
         t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
+        const auto dit = devices.find(g.nodes[n].device);
+        if (dit != devices.end()) t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns);
+        // Arrival: the other rank's predecessor ended after this node's own chain had.
+        const int rank = g.nodes[n].rank;
+        if (from >= 0 && g.nodes[static_cast<std::size_t>(from)].rank != rank) {
+          std::uint64_t own = 0;
+          for (const int p : pred[n]) {
+            const auto pi = static_cast<std::size_t>(p);
+            if (done_by[pi] >= 0 && g.nodes[static_cast<std::size_t>(done_by[pi])].rank == rank && done_ns[pi] > own) {
+              own = done_ns[pi];
+              t.parts.own_from = done_by[pi];
+            }
+          }
+          if (t.parts.own_from >= 0) t.parts.arrival_us = ns_to_us(ready, own);
+        }
         done_ns[n] = t.end_ns;
         done_by[n] = id;
       } else {
@@ -353,13 +577,21 @@ VariantTimeline analyze_variant(const VariantRun& v) {
       const NodeTiming& t = nodes[n];
       if (t.recorded) busy[static_cast<std::size_t>(g.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
     }
+    rt.busy_vs_root.resize(R);
     for (std::size_t k = 1; k < R; ++k) {
       if (busy[0].empty() || busy[k].empty()) continue;
       const double f = busy_overlap_fraction(busy[0], busy[k]);
+      rt.busy_vs_root[k] = f;
       if (!rt.busy_overlap || f < *rt.busy_overlap) rt.busy_overlap = f;
     }
-    rt.verdict = verdict_of(rt.overlap, out.ranks);
+    for (std::size_t k = 1; k < R; ++k) {
+      const auto& decides = out.rank_device[k] == out.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
+      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
+    }
+    rt.verdict = verdict_of(rt.verdict_overlap, out.ranks);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
+    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
+    rt.critical_path = critical_path(g, nodes, static_cast<int>(r), rt, devices);
   }
 
   // Summaries over replays.
@@ -399,23 +631,169 @@ VariantTimeline analyze_variant(const VariantRun& v) {
   for (const auto& rt : out.replays)
     if (rt.busy_overlap) busy_overlaps.push_back(*rt.busy_overlap);
   out.busy_overlap = summarize(busy_overlaps);
-  out.verdict = verdict_of(out.overlap.count > 0 ? std::optional<double>(out.overlap.median) : std::nullopt,
-                           out.ranks);
+  std::vector<double> deciding;
+  for (const auto& rt : out.replays)
+    if (rt.verdict_overlap) deciding.push_back(*rt.verdict_overlap);
+  out.verdict_overlap = summarize(deciding);
+  const auto median_or_none = [](const Stats& st) {
+    return st.count > 0 ? std::optional<double>(st.median) : std::nullopt;
+  };
+  out.verdict = verdict_of(median_or_none(out.verdict_overlap), out.ranks);
+  out.window_verdict = verdict_of(median_or_none(out.overlap), out.ranks);
+  out.busy_verdict = verdict_of(median_or_none(out.busy_overlap), out.ranks);
+  {
+    std::size_t on_root_gpu = 0;
+    for (std::size_t k = 1; k < R; ++k) on_root_gpu += out.rank_device[k] == out.rank_device[0] ? 1 : 0;
+    out.basis = on_root_gpu == 0 ? OverlapBasis::window : on_root_gpu + 1 == R ? OverlapBasis::busy : OverlapBasis::mixed;
+  }
 
+  // Waits per node: the median replay's breakdown, and each part over replays.
+  out.wait_index.assign(node_count, -1);
+  std::vector<double> median_offset(node_count, 0);
   for (std::size_t n = 0; n < node_count; ++n) {
-    std::vector<double> waits;
+    std::vector<double> waits, durations, contention, idle, arrival, offsets;
     std::vector<int> from;
-    for (const auto& replay : out.timings) {
-      if (!replay[n].recorded) continue;
-      waits.push_back(replay[n].wait_us);
-      from.push_back(replay[n].ready_from);
+    std::vector<std::pair<double, int>> by_wait;
+    for (std::size_t r = 0; r < N; ++r) {
+      const NodeTiming& t = out.timings[r][n];
+      if (!t.recorded) continue;
+      waits.push_back(t.wait_us);
+      from.push_back(t.ready_from);
+      durations.push_back(ns_to_us(t.end_ns, t.start_ns));
+      contention.push_back(t.parts.contention_us);
+      idle.push_back(t.parts.idle_us);
+      arrival.push_back(t.parts.arrival_us);
+      offsets.push_back(ns_to_us(t.start_ns, out.replays[r].begin_ns));
+      by_wait.emplace_back(t.wait_us, static_cast<int>(r));
     }
     if (waits.empty()) continue;
-    out.waits.push_back(NodeWaitSummary{static_cast<int>(n), summarize(waits), most_common(from)});
+    NodeWaitSummary w;
+    w.node = static_cast<int>(n);
+    w.wait_us = summarize(waits);
+    w.ready_from = most_common(from);
+    w.duration_us = summarize(durations);
+    w.contention_us = summarize(contention);
+    w.idle_us = summarize(idle);
+    w.arrival_us = summarize(arrival);
+    std::sort(by_wait.begin(), by_wait.end());
+    w.typical_replay = by_wait[(by_wait.size() - 1) / 2].second;
+    const NodeTiming& typical = out.timings[static_cast<std::size_t>(w.typical_replay)][n];
+    w.typical_wait_us = typical.wait_us;
+    w.typical = typical.parts;
+    median_offset[n] = median_of(offsets);
+    out.waits.push_back(std::move(w));
   }
   std::stable_sort(out.waits.begin(), out.waits.end(), [](const NodeWaitSummary& a, const NodeWaitSummary& b) {
     return a.wait_us.median > b.wait_us.median;
   });
+  for (std::size_t i = 0; i < out.waits.size(); ++i)
+    out.wait_index[static_cast<std::size_t>(out.waits[i].node)] = static_cast<int>(i);
+
+  // Spans, outliers and steadiness.
+  std::vector<double> spans;
+  for (const auto& rt : out.replays)
+    if (rt.present) spans.push_back(rt.span_us);
+  out.span_us = summarize(spans);
+  {
+    std::vector<double> deviation;
+    for (const double x : spans) deviation.push_back(std::abs(x - out.span_us.median));
+    out.span_mad_us = median_of(deviation);
+    out.outlier_threshold_us = std::max(kOutlierMads * out.span_mad_us, kOutlierFraction * out.span_us.median);
+  }
+  const bool compare_verdicts = out.ranks >= 2;
+  for (const auto& rt : out.replays) {
+    if (!rt.present) continue;
+    OutlierReplay o;
+    o.replay = rt.replay;
+    o.span_us = rt.span_us;
+    o.verdict = rt.verdict;
+    o.span_departs = std::abs(rt.span_us - out.span_us.median) > out.outlier_threshold_us;
+    o.verdict_departs = compare_verdicts && rt.verdict != out.verdict;
+    if (!o.span_departs && !o.verdict_departs) continue;
+    const auto& nodes = out.timings[static_cast<std::size_t>(rt.replay)];
+    for (std::size_t n = 0; n < node_count; ++n) {
+      const NodeWaitSummary* w = out.wait_of(static_cast<int>(n));
+      if (!nodes[n].recorded || w == nullptr) continue;
+      const double excess = nodes[n].wait_us - w->wait_us.median;
+      if (o.late_node < 0 || excess > o.excess_wait_us) {
+        o.late_node = static_cast<int>(n);
+        o.excess_wait_us = excess;
+        o.late_by_us = ns_to_us(nodes[n].start_ns, rt.begin_ns) - median_offset[n];
+      }
+      const double slower = ns_to_us(nodes[n].end_ns, nodes[n].start_ns) - w->duration_us.median;
+      if (o.slow_node < 0 || slower > o.slow_by_us) {
+        o.slow_node = static_cast<int>(n);
+        o.slow_by_us = slower;
+      }
+    }
+    out.outliers.push_back(o);
+  }
+  {
+    std::vector<const ReplayTimeline*> present;
+    for (const auto& rt : out.replays)
+      if (rt.present) present.push_back(&rt);
+    Steadiness& st = out.steadiness;
+    st.known = present.size() >= 8;
+    if (st.known) {
+      st.quarter = static_cast<int>(present.size() / 4);
+      const auto quarter = [&](std::size_t from, double& span, Verdict& verdict) {
+        std::vector<double> q_span, q_overlap;
+        for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i) {
+          q_span.push_back(present[i]->span_us);
+          if (present[i]->verdict_overlap) q_overlap.push_back(*present[i]->verdict_overlap);
+        }
+        span = median_of(q_span);
+        verdict = verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
+      };
+      quarter(0, st.first_span_us, st.first_verdict);
+      quarter(present.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
+      st.threshold_us = out.outlier_threshold_us;
+      st.steady = std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
+    }
+  }
+
+  // The critical path over replays: each node's time on it (0 where it is off the path).
+  {
+    CriticalPathSummary& cp = out.critical_path;
+    std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per replay
+    std::size_t present = 0;
+    for (const auto& rt : out.replays) {
+      if (!rt.present) continue;
+      for (const PathLink& l : rt.critical_path) {
+        if (l.node < 0) continue;
+        auto& [ran, waited] = on_path[l.node];
+        ran.resize(present + 1, 0.0);
+        waited.resize(present + 1, 0.0);
+        (l.kind == PathLinkKind::run ? ran : waited)[present] += l.us;
+      }
+      ++present;
+    }
+    std::vector<std::pair<double, int>> by_span;
+    for (const auto& rt : out.replays)
+      if (rt.present) by_span.emplace_back(rt.span_us, rt.replay);
+    std::sort(by_span.begin(), by_span.end());
+    if (!by_span.empty()) cp.typical_replay = by_span[(by_span.size() - 1) / 2].second;
+    for (auto& [node, times] : on_path) {
+      auto& [ran, waited] = times;
+      PathNodeSummary p;
+      p.node = node;
+      for (std::size_t i = 0; i < ran.size(); ++i) p.replays_on_path += ran[i] + waited[i] > 0 ? 1 : 0;
+      ran.resize(present, 0.0);
+      waited.resize(present, 0.0);
+      p.run_us = summarize(ran);
+      p.wait_us = summarize(waited);
+      cp.nodes.push_back(p);
+    }
+    std::stable_sort(cp.nodes.begin(), cp.nodes.end(), [](const PathNodeSummary& a, const PathNodeSummary& b) {
+      return a.run_us.median + a.wait_us.median > b.run_us.median + b.wait_us.median;
+    });
+    for (const auto& p : cp.nodes) {
+      if (p.run_us.median > cp.speedup_us) {
+        cp.speedup_us = p.run_us.median;
+        cp.speedup_node = p.node;
+      }
+    }
+  }
 
   out.host_launch_us = summarize(v.host_launch_us);
   if (v.replay_us_traced > 0 && v.replay_us_untraced > 0)

@@ -87,8 +87,14 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       if (!a.name.empty()) args["kernel"] = a.name;
       if (in_range) {
         const NodeTiming& t = v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
-        args["wait_us"] = std::round(t.wait_us * 1000.0) / 1000.0;
-        args["waited_on"] = t.ready_from >= 0 ? g.nodes[static_cast<std::size_t>(t.ready_from)].label : "replay start";
+        const auto us3 = [](double x) { return std::round(x * 1000.0) / 1000.0; };
+        args["wait_us"] = us3(t.wait_us);
+        args["waited_on"] = node_name(g, t.ready_from);
+        args["contention_us"] = us3(t.parts.contention_us);
+        args["idle_us"] = us3(t.parts.idle_us);
+        if (t.parts.own_from >= 0) args["arrival_us"] = us3(t.parts.arrival_us);
+        if (!t.parts.occupants.empty()) args["waited_for"] = occupant_name(g, t.parts.occupants.front());
+        args["why"] = wait_parts_text(g, t.wait_us, t.parts, t.ready_from);
         placed.emplace(std::make_pair(a.replay, a.node), Placed{pid, a.stream_id, a.start_ns, a.end_ns});
       }
     }
@@ -144,6 +150,30 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
     }
   }
 
+  // Contention: an arrow from the node that held the GPU longest while a node waited to that node's
+  // start (from the occupant's end, or from the waiting node's start where the occupant still ran),
+  // for occupants of 1 µs or more.
+  for (const auto& [key, to] : placed) {
+    const auto [replay, node] = key;
+    const NodeTiming& t = v.timings[static_cast<std::size_t>(replay)][static_cast<std::size_t>(node)];
+    // Under a µs of contention is a kernel tail, not a reason to wait: no arrow.
+    if (t.parts.occupants.empty() || t.parts.occupants.front().other_replay || t.parts.occupants.front().us < 1.0)
+      continue;
+    const int occupant = t.parts.occupants.front().node;
+    const auto from_it = placed.find({replay, occupant});
+    if (occupant < 0 || from_it == placed.end()) continue;
+    const Placed& from = from_it->second;
+    ++flow_id;
+    const std::uint64_t last_ns = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
+    const std::uint64_t s_ts = std::max(from.start_ns, std::min(last_ns, to.start_ns));
+    const std::string name = fmt::format("{} held the GPU: {} waited {:.1f} µs", node_name(g, occupant),
+                                         node_name(g, node), t.parts.occupants.front().us);
+    events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "contention"},
+                          {"pid", from.pid}, {"tid", from.tid}, {"ts", rel_us(s_ts, base)}});
+    events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "contention"},
+                          {"pid", to.pid}, {"tid", to.tid}, {"ts", rel_us(to.start_ns, base)}});
+  }
+
   const std::string banner = collection_banner(v);
   if (!banner.empty()) {
     events.push_back(json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0},
@@ -153,6 +183,10 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
   const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
                    {"variant", v.name},
                    {"verdict", std::string(to_string(v.verdict))},
+                   {"verdict_basis", std::string(to_string(v.basis))},
+                   {"verdict_text", verdict_basis_text(v)},
+                   {"window_overlap", v.overlap.count ? fmt::format("{:.4f}", v.overlap.median) : "-"},
+                   {"busy_overlap", v.busy_overlap.count ? fmt::format("{:.4f}", v.busy_overlap.median) : "-"},
                    {"thresholds", verdict_thresholds_text()},
                    {"ranks_share_gpu", shared.empty() ? "no" : shared},
                    {"collection_clean", v.health.clean() ? "true" : "false"},

@@ -1,6 +1,8 @@
 // A variant's timeline as Chrome trace JSON (the "JSON object" form Perfetto and chrome://tracing
 // open): a process per rank and its GPU, a thread per CUDA stream, one complete ("X") event per
-// CUPTI record, flows for the graph's cross-rank edges, and the collection's health in metadata.
+// CUPTI record (its wait and the wait's parts in args), flows for the graph's cross-rank edges and
+// from the node that held the GPU to each node that waited on it (contention), and the verdict,
+// its basis and the collection's health in metadata.
 #pragma once
 #include <cstddef>
 #include <string>

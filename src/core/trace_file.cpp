@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -266,7 +265,9 @@ class FileReader {
   void records(std::string_view payload) {
     if (payload.size() % sizeof(WireRecord) != 0) warn_once("a records chunk with a partial record (its tail skipped)");
     const std::size_t n = payload.size() / sizeof(WireRecord);
-    out_.records.reserve(out_.records.size() + n);
+    // Grow geometrically: reserving size + n per chunk would copy every record at every chunk.
+    if (out_.records.capacity() < out_.records.size() + n)
+      out_.records.reserve(std::max(out_.records.size() + n, 2 * out_.records.capacity()));
     for (std::size_t i = 0; i < n; ++i) {
       WireRecord w;
       std::memcpy(&w, payload.data() + i * sizeof(WireRecord), sizeof(WireRecord));
@@ -361,9 +362,11 @@ ProcessFile read_process_file(const std::string& path) {
     throw InputError(fmt::format("{}: not a regular file (a trace record file is expected)", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot be opened", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string bytes = std::move(text).str();
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(fmt::format("{}: its size cannot be read: {}", path, ec.message()));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));  // a file still being written may be shorter
   return parse_process_file(bytes, path);
 }
 

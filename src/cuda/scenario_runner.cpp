@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -168,14 +169,38 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
   if (scenario_.issue == IssueKind::graph) {
     say(progress, fmt::format("capturing {} nodes on {} stream{}", graph_.nodes.size(), geo.ranks,
                               geo.ranks == 1 ? "" : "s"));
+    const auto capture_start = std::chrono::steady_clock::now();
     captured_ = std::make_unique<CapturedGraph>(issuer_->capture(
         [this](const Node& n, cudaStream_t st) { issue_node(n, st); },
         [this](cudaGraphNode_t captured, int node) {
           if (observer_ != nullptr) observer_->node_captured(captured, node);
         }));
+    const auto captured_at = std::chrono::steady_clock::now();
     check_captured_graph(graph_, *captured_);
+    const auto instantiate_start = std::chrono::steady_clock::now();
     exec_ = instantiate(captured_->graph);
+    const auto instantiated_at = std::chrono::steady_clock::now();
+    capture_ms_ = std::chrono::duration<double, std::milli>(captured_at - capture_start).count();
+    instantiate_ms_ = std::chrono::duration<double, std::milli>(instantiated_at - instantiate_start).count();
   }
+}
+
+std::vector<double> PreparedVariant::queued_launches(int count) {
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(count));
+  synchronize(*issuer_);
+  for (int i = 0; i < count; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (exec_) {
+      DeviceScope scope(issuer_->device(0));
+      check(cudaGraphLaunch(exec_.get(), issuer_->root_stream()), "cudaGraphLaunch");
+    } else {
+      issuer_->issue_eager([this](const Node& n, cudaStream_t st) { issue_node(n, st); });
+    }
+    out.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  synchronize(*issuer_);
+  return out;
 }
 
 PreparedVariant::~PreparedVariant() {
@@ -368,6 +393,10 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
   say(progress_, fmt::format("replaying {} times, tracing off", s.replays));
   const ReplayTimes untraced = prepared->replay(0, s.replays, false);
   v.host_launch_us = untraced.launch_us;
+  v.costs.capture_ms = prepared->capture_ms();
+  v.costs.instantiate_ms = prepared->instantiate_ms();
+  // A short burst: enough launches to queue behind each other, few enough not to fill the launch queue.
+  v.costs.queued_launch_us = prepared->queued_launches(std::min(s.replays, 20));
   v.replay_us_untraced = median(untraced.wall_us);
   if (traced) {
     say(progress_, fmt::format("replaying {} times, tracing on", s.replays));

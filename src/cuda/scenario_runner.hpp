@@ -95,6 +95,12 @@ class PreparedVariant {
   [[nodiscard]] std::shared_ptr<DeviceModel> model() const { return model_; }
   // The captured graph; null with eager issue.
   [[nodiscard]] const CapturedGraph* captured() const { return captured_.get(); }
+  // Capture and instantiate times (0 with eager issue).
+  [[nodiscard]] double capture_ms() const { return capture_ms_; }
+  [[nodiscard]] double instantiate_ms() const { return instantiate_ms_; }
+  // `count` launches (graph) or eager walks issued back to back, then one wait: the host time of each
+  // call while the GPU is still busy with the earlier ones.
+  [[nodiscard]] std::vector<double> queued_launches(int count);
 
   // `count` replays numbered from `first`, each waited for; tagged for the observer when `tag`.
   [[nodiscard]] ReplayTimes replay(int first, int count, bool tag);
@@ -116,6 +122,8 @@ class PreparedVariant {
   std::unique_ptr<Buffers> buffers_;
   std::unique_ptr<GraphIssuer> issuer_;
   std::unique_ptr<CapturedGraph> captured_;
+  double capture_ms_ = 0;
+  double instantiate_ms_ = 0;
   GraphExec exec_;
   int tag_replay_ = -1;  // eager issue: the replay the walk belongs to, for per-node tags
   bool tagging_ = false;

@@ -1,5 +1,7 @@
 #include "cupti/collector.hpp"
 
+#include "core/record_join.hpp"
+
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <fmt/format.h>
@@ -22,8 +24,6 @@ namespace {
 constexpr std::size_t kBufferBytes = std::size_t{8} << 20;
 // CUPTI's records are 8-byte aligned (PACKED_ALIGNMENT); the buffer must be too.
 constexpr std::size_t kBufferAlign = 8;
-// A clone of a clone (graph clone, then instantiation) is a chain; no real chain is this long.
-constexpr int kMaxCloneDepth = 16;
 
 // The kinds set_tracing turns off and on. External correlation stays on: it costs nothing without
 // API records. API records are needed only because CUPTI emits external correlation records just
@@ -66,12 +66,10 @@ std::string result_text(CUptiResult status) {
 struct Collector::State {
   CUpti_SubscriberHandle subscriber = nullptr;
   std::vector<RawRecord> records;
-  std::unordered_map<std::uint32_t, std::uint64_t> replay_of_correlation;
-  std::unordered_map<std::uint32_t, std::uint64_t> node_of_correlation;  // layer node + 1; 0: none
-  // CUPTI node ids are unique in the process, so this map is kept across variants: an instantiation
-  // that happens before begin_variant still resolves.
-  std::unordered_map<std::uint64_t, std::uint64_t> original_of_clone;
-  std::unordered_map<std::uint64_t, int> node_of_captured;  // CUPTI id of a captured node -> layer node
+  CorrelationTags tags;  // replay and eager-node tags by correlation id
+  // Clones are kept across variants (CUPTI node ids are unique in the process, so an instantiation
+  // that happens before begin_variant still resolves); the captured nodes are the variant's.
+  NodeResolver nodes;
   std::vector<std::string> warnings;
 };
 
@@ -207,8 +205,12 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream_id*
     Collector::State& state = *g_state;
     state.records.insert(state.records.end(), std::make_move_iterator(delivery.records.begin()),
                          std::make_move_iterator(delivery.records.end()));
-    for (const auto& [correlation, id] : delivery.replay_tags) state.replay_of_correlation[correlation] = id;
-    for (const auto& [correlation, id] : delivery.node_tags) state.node_of_correlation[correlation] = id;
+    // Replays travel as the two's complement of an int (warm-ups are negative); nodes as node + 1.
+    for (const auto& [correlation, id] : delivery.replay_tags)
+      state.tags.replay[correlation] = static_cast<std::int64_t>(id);
+    for (const auto& [correlation, id] : delivery.node_tags) {
+      if (id != 0 && id <= static_cast<std::uint64_t>(INT32_MAX)) state.tags.node[correlation] = static_cast<int>(id - 1);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tpgraph: CUPTI warning: a record buffer was lost: %s\n", e.what());
   } catch (...) {
@@ -231,7 +233,7 @@ void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti
   }
   try {
     const std::lock_guard lock(g_mutex);
-    if (g_state != nullptr) g_state->original_of_clone[clone] = original;
+    if (g_state != nullptr) g_state->nodes.add_clone(clone, original);
   } catch (...) {
     std::fprintf(stderr, "tpgraph: CUPTI warning: a graph-node clone was not recorded\n");
   }
@@ -383,20 +385,6 @@ std::uint64_t read_dropped(const std::vector<ActiveContext>& contexts,
   return total;
 }
 
-// The layer node of a record's instantiated node: follow clones back to a captured node.
-int resolve_graph_node(const Collector::State& state, std::uint64_t graph_node_id) {
-  std::uint64_t id = graph_node_id;
-  for (int depth = 0; depth <= kMaxCloneDepth; ++depth) {
-    if (const auto found = state.node_of_captured.find(id); found != state.node_of_captured.end()) {
-      return found->second;
-    }
-    const auto parent = state.original_of_clone.find(id);
-    if (parent == state.original_of_clone.end()) return -1;
-    id = parent->second;
-  }
-  return -1;
-}
-
 }  // namespace
 
 Collector::Collector() : state_(std::make_unique<State>()) {
@@ -473,9 +461,8 @@ void Collector::begin_variant() {
   }
   const std::lock_guard lock(g_mutex);
   state_->records.clear();
-  state_->replay_of_correlation.clear();
-  state_->node_of_correlation.clear();
-  state_->node_of_captured.clear();
+  state_->tags = {};
+  state_->nodes.clear_nodes();
 }
 
 void Collector::map_node(CUgraphNode captured, int node) {
@@ -485,7 +472,7 @@ void Collector::map_node(CUgraphNode captured, int node) {
     return;
   }
   const std::lock_guard lock(g_mutex);
-  state_->node_of_captured[id] = node;
+  state_->nodes.map_node(id, node);
 }
 
 Collector::Tag::Tag(int replay, int node) {
@@ -551,22 +538,10 @@ std::vector<ActivityRecord> Collector::collect(CollectionHealth& health) {
     std::vector<RawRecord> raw = std::exchange(state_->records, {});
     out.reserve(raw.size());
     for (RawRecord& r : raw) {
-      ActivityRecord& record = r.record;
-      streams_seen.emplace(r.context_id, record.stream_id);
-      if (record.start_ns == 0 || record.end_ns == 0) ++health.no_timestamp;
-      if (const auto replay_tag = state_->replay_of_correlation.find(record.correlation_id);
-          replay_tag != state_->replay_of_correlation.end()) {
-        record.replay = static_cast<int>(static_cast<std::int64_t>(replay_tag->second));
-      }
-      if (record.graph_node_id != 0) {
-        record.node = resolve_graph_node(*state_, record.graph_node_id);
-      } else if (const auto node_tag = state_->node_of_correlation.find(record.correlation_id);
-                 node_tag != state_->node_of_correlation.end() && node_tag->second != 0) {
-        record.node = static_cast<int>(node_tag->second - 1);
-      }
-      if (record.node < 0) ++health.unmatched;
-      out.push_back(std::move(record));
+      streams_seen.emplace(r.context_id, r.record.stream_id);
+      out.push_back(std::move(r.record));
     }
+    join_records(out, state_->nodes, state_->tags, health);
   }
   health.dropped += read_dropped(contexts, streams_seen);
   release(contexts);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "cuda/layer_buffers.hpp"
 #include "cuda/owners.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/limits.hpp"
 
 using namespace tpgraph;
 
@@ -336,4 +338,68 @@ TEST_CASE("join_reduce adds the partials in rank order", "[gpu][kernels]") {
     const float expected = (root[i] + p1[i]) + p2[i];
     REQUIRE(got[i] == expected);
   }
+}
+
+TEST_CASE("the streaming limit kernels read, write and copy every byte at every launch shape", "[gpu][limits]") {
+  // Not a multiple of any grid x unroll: the grid-stride loops' remainders run too.
+  const std::int64_t bytes = 16 * std::int64_t{100003};
+  const auto n = static_cast<std::size_t>(bytes);
+  std::vector<std::uint8_t> pattern(n);
+  for (std::size_t i = 0; i < n; ++i) pattern[i] = static_cast<std::uint8_t>(i * 131 + (i >> 9));
+  const auto src = cuda::to_device<std::uint8_t>(0, pattern);
+  const cuda::DeviceBuffer<std::uint8_t> dst(0, n);
+  const cuda::DeviceBuffer<std::uint32_t> sink(0, 1);
+  const cuda::Stream stream = cuda::make_stream(0);
+  TPG_CUDA(cudaMemset(sink.get(), 0xee, sizeof(std::uint32_t)));
+  for (const int blocks : {1, 7, 264}) {
+    for (const int vector_bytes : {4, 8, 16}) {
+      for (const int unroll : {1, 2, 4}) {
+        const kernels::StreamShape shape{blocks, 256, vector_bytes, unroll};
+        INFO(blocks << " blocks, " << vector_bytes << "-byte vectors x " << unroll);
+        TPG_CUDA(cudaMemset(dst.get(), 0, n));
+        kernels::stream_memory(kernels::StreamKind::copy, src.get(), dst.get(), bytes, shape, sink.get(), stream.get());
+        TPG_CUDA(cudaStreamSynchronize(stream.get()));
+        CHECK(dst.download() == pattern);
+        kernels::stream_memory(kernels::StreamKind::write, nullptr, dst.get(), bytes, shape, sink.get(), stream.get());
+        TPG_CUDA(cudaStreamSynchronize(stream.get()));
+        const auto written = dst.download();
+        CHECK(std::all_of(written.begin(), written.end(), [](std::uint8_t b) { return b == 0x5a; }));
+        // Read back the 0x5a fill (as bench does): its fold never hits the guarded value, so sink keeps its bytes.
+        kernels::stream_memory(kernels::StreamKind::read, dst.get(), nullptr, bytes, shape, sink.get(), stream.get());
+        TPG_CUDA(cudaStreamSynchronize(stream.get()));
+        CHECK(sink.download()[0] == 0xeeeeeeeeu);
+      }
+    }
+  }
+  CHECK_THROWS_AS(kernels::stream_memory(kernels::StreamKind::read, src.get(), nullptr, bytes,
+                                         kernels::StreamShape{1, 256, 32, 1}, sink.get(), stream.get()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(kernels::stream_memory(kernels::StreamKind::read, src.get(), nullptr, bytes + 4,
+                                         kernels::StreamShape{1, 256, 16, 1}, sink.get(), stream.get()),
+                  std::invalid_argument);
+}
+
+TEST_CASE("the tensor-core peak kernel runs every shape bench sweeps", "[gpu][limits]") {
+  const cuda::DeviceBuffer<float> sink(0, 4);
+  TPG_CUDA(cudaMemset(sink.get(), 0, 4 * sizeof(float)));
+  const cuda::Stream stream = cuda::make_stream(0);
+  if (!kernels::mma_peak_built()) {
+    // A build without sm_90a code refuses to measure rather than trap in the kernel.
+    CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{160, 2, 4}, 8, sink.get(), stream.get()),
+                    std::invalid_argument);
+    return;
+  }
+  for (const int n : {64, 128, 160}) {
+    for (const int warpgroups : {1, 2, 3}) {
+      const kernels::MmaPeakShape shape{n, warpgroups, 4};
+      INFO("N " << n << ", " << warpgroups << " warpgroups");
+      kernels::mma_peak(shape, 8, sink.get(), stream.get());
+      TPG_CUDA(cudaStreamSynchronize(stream.get()));
+      CHECK(kernels::mma_peak_flops(shape, 8) == 2.0 * 64 * n * 16 * 4 * 8 * warpgroups * 4);
+    }
+  }
+  const auto s = sink.download();
+  CHECK(std::all_of(s.begin(), s.end(), [](float v) { return v == 0.0f; }));  // the guarded store never fires
+  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{96, 1, 1}, 8, sink.get(), stream.get()), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{160, 4, 1}, 8, sink.get(), stream.get()), std::invalid_argument);
 }

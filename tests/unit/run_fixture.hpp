@@ -90,6 +90,45 @@ inline VariantRun scheduled_variant(const Scenario& s, std::vector<std::uint64_t
   return v;
 }
 
+// A variant built node by node, for timelines where every part of every wait is known by
+// construction: kernel nodes of NodeKind::kernel / Role::traced (as a traced program's graph has),
+// and records placed in µs from kClock0 plus `replay` * 10 ms.
+struct HandBuilt {
+  VariantRun v;
+
+  explicit HandBuilt(int ranks, int replays = 1) {
+    v.scenario = small_scenario("hand-built", replays);
+    v.graph.ranks = ranks;
+    v.graph.layers = 1;
+  }
+  int node(int rank, int device, std::string label) {
+    Node n;
+    n.id = static_cast<int>(v.graph.nodes.size());
+    n.rank = rank;
+    n.stream = rank;
+    n.device = device;
+    n.kind = NodeKind::kernel;
+    n.role = Role::traced;
+    n.label = std::move(label);
+    n.name = "kernel_" + n.label;
+    v.graph.nodes.push_back(n);
+    return n.id;
+  }
+  void edge(int from, int to) { v.graph.edges.push_back({from, to}); }
+  void record(int node, double start_us, double end_us, int replay = 0) {
+    ActivityRecord r;
+    const std::uint64_t base = kClock0 + static_cast<std::uint64_t>(replay) * 10'000'000ULL;
+    r.start_ns = base + static_cast<std::uint64_t>(start_us * 1000.0);
+    r.end_ns = base + static_cast<std::uint64_t>(end_us * 1000.0);
+    r.node = node;
+    r.replay = replay;
+    r.device = v.graph.nodes[static_cast<std::size_t>(node)].device;
+    r.stream_id = static_cast<std::uint32_t>(7 + v.graph.nodes[static_cast<std::size_t>(node)].rank);
+    r.name = v.graph.nodes[static_cast<std::size_t>(node)].name;
+    v.records.push_back(r);
+  }
+};
+
 inline RunData single_variant_run(VariantRun v) {
   RunData run;
   run.env = test_environment();

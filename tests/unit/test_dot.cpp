@@ -8,6 +8,7 @@
 
 #include "core/dot.hpp"
 #include "core/layer_graph.hpp"
+#include "core/timeline.hpp"
 
 using namespace tpgraph;
 
@@ -111,5 +112,91 @@ TEST_CASE("every scenario in graphs/ renders through Graphviz", "[dot][graphviz]
     ++rendered;
   }
   CHECK(rendered >= 8);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("DOT with a timeline carries each node's median duration and wait, filled by share of the span", "[dot][why]") {
+  // Two ranks on one GPU taking turns: every node runs 10 µs of a 140 µs replay (7.1%) and waits
+  // 10 µs while the other rank's node runs.
+  Scenario s;
+  s.name = "turns";
+  s.geometry.tokens = 43;
+  s.replays = 3;
+  VariantRun run;
+  run.scenario = s;
+  run.graph = build_layer_graph(s, build_routing(s.geometry), 1);
+  for (int replay = 0; replay < s.replays; ++replay) {
+    std::uint64_t cursor[2] = {0, 10'000};
+    for (const auto& n : run.graph.nodes) {
+      if (cuda_node_type(n.kind) != CudaNodeType::kernel) continue;
+      ActivityRecord a;
+      a.start_ns = 1'000'000'000ULL + static_cast<std::uint64_t>(replay) * 1'000'000ULL + cursor[n.rank];
+      a.end_ns = a.start_ns + 10'000;
+      a.node = n.id;
+      a.replay = replay;
+      run.records.push_back(a);
+      cursor[n.rank] += 20'000;
+    }
+  }
+  const VariantTimeline timeline = analyze_variant(run);
+  REQUIRE(timeline.span_us.median == Approx(140.0));
+  const std::string text = layer_graph_dot(run.graph, s, &timeline);
+  const int gate = run.graph.find("r1.gate")->id;
+  const auto line_of = [&](int id) {
+    const std::string head = "    n" + std::to_string(id) + " [";
+    const auto at = text.find(head);
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  const std::string g = line_of(gate);
+  CHECK(mentions(g, R"(10.0 µs (7.1%) · wait 10.0 µs)"));
+  CHECK(mentions(g, "fillcolor=\"#feb24c\""));  // 5-10% of the span
+  CHECK(mentions(g, "penwidth=3"));             // waited 7.1% of the span: marked
+  CHECK(mentions(text, "median span 140.0 µs over 3 replays"));
+  CHECK(mentions(text, "legend_heat5"));
+  // Event nodes have no records: drawn as without a timeline.
+  CHECK_FALSE(mentions(line_of(run.graph.find("r1.begin")->id), "wait"));
+  // Without a timeline nothing of it appears.
+  const std::string plain = layer_graph_dot(run.graph, s);
+  CHECK_FALSE(mentions(plain, "µs"));
+  CHECK_FALSE(mentions(plain, "legend_heat"));
+  CHECK(mentions(plain, "legend_gemm"));
+}
+
+TEST_CASE("a DOT with timings renders through Graphviz", "[dot][graphviz][why]") {
+  const std::string dot = TPGRAPH_DOT_EXECUTABLE;
+  if (dot.empty() || dot.find("NOTFOUND") != std::string::npos) {
+    WARN("Graphviz 'dot' was not found at configure time: the DOT file was NOT rendered (install graphviz)");
+    return;
+  }
+  Scenario s;
+  s.name = "timed";
+  s.geometry.tokens = 43;
+  s.replays = 2;
+  VariantRun run;
+  run.scenario = s;
+  run.graph = build_layer_graph(s, build_routing(s.geometry), 1);
+  for (int replay = 0; replay < s.replays; ++replay) {
+    std::uint64_t cursor = 0;
+    for (const auto& n : run.graph.nodes) {
+      if (cuda_node_type(n.kind) != CudaNodeType::kernel) continue;
+      ActivityRecord a;
+      a.start_ns = 1'000'000'000ULL + static_cast<std::uint64_t>(replay) * 1'000'000ULL + cursor;
+      const std::uint64_t duration = 5'000 + static_cast<std::uint64_t>(n.id) * 1'000;  // a range of shares
+      a.end_ns = a.start_ns + duration;
+      a.node = n.id;
+      a.replay = replay;
+      run.records.push_back(a);
+      cursor += duration + 2'000;
+    }
+  }
+  const VariantTimeline timeline = analyze_variant(run);
+  const auto dir = std::filesystem::temp_directory_path() / ("tpgraph-dot-timed-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "timed.dot") << layer_graph_dot(run.graph, s, &timeline);
+  const std::string command =
+      "'" + dot + "' -Tsvg '" + (dir / "timed.dot").string() + "' -o '" + (dir / "timed.svg").string() + "' 2>&1";
+  CHECK(std::system(command.c_str()) == 0);
+  CHECK(std::filesystem::file_size(dir / "timed.svg") > 1000);
   std::filesystem::remove_all(dir);
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/router.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/gemm_plan.hpp"
 
 using namespace tpgraph;
 
@@ -96,7 +96,7 @@ TEST_CASE("wgmma blocks walk several row blocks where K is short", "[plan]") {
   // Down (ten chunks per row block): several row blocks per block, so fewer blocks than
   // (expert, row block) pairs; gate (64 chunks): one row block each.
   CHECK(down.size() < static_cast<std::size_t>(r.n_active()) * (g.hidden / kernels::gemm_tile(tile).block_rows()));
-  // (16 row blocks of 256 in two blocks of 8: at least 80 chunks a block, kernels/grouped_gemm.cu).
+  // (16 row blocks of 256 in two blocks of 8: at least kWgTargetChunks = 80 chunks a block, gemm_tiles.hpp).
   for (const Item& it : down) CHECK(it.row_blocks == 8);
   for (const Item& it : gate) CHECK(it.row_blocks == 1);
   // An expert's rows are split into as few token blocks as the tile allows: ceil(rows / tokens).

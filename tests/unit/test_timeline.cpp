@@ -114,14 +114,31 @@ TEST_CASE("two ranks that run side by side are OVERLAPPED", "[timeline]") {
   CHECK(v.health.clean());
 }
 
-TEST_CASE("ranks whose kernels take turns overlap in their windows but not in busy time", "[timeline]") {
-  // One shared GPU, each rank's op fills the other's gap: the windows share almost all their time.
+TEST_CASE("ranks on one GPU whose kernels take turns are judged on busy overlap: SERIALIZED", "[timeline]") {
+  // One shared GPU, each rank's op fills the other's gap: the windows share almost all their time,
+  // the kernels none of it.
   const VariantRun run = scheduled_variant(small_scenario("turns", 3), {0, 10'000}, 10'000, 10'000);
   const VariantTimeline v = analyze_variant(run);
-  CHECK(v.verdict == Verdict::overlapped);
+  CHECK(v.basis == OverlapBasis::busy);
   CHECK(v.overlap.median > 0.9);
+  CHECK(v.window_verdict == Verdict::overlapped);
   CHECK(v.busy_overlap.count == 3);
   CHECK(v.busy_overlap.max == 0.0);
+  CHECK(v.verdict == Verdict::serialized);
+  CHECK(v.busy_verdict == Verdict::serialized);
+  CHECK(v.verdict_counts[static_cast<std::size_t>(Verdict::serialized)] == 3);
+  for (const auto& rt : v.replays) CHECK(rt.verdict == Verdict::serialized);
+}
+
+TEST_CASE("ranks on different GPUs are judged on window overlap, busy overlap beside it", "[timeline]") {
+  VariantRun run = scheduled_variant(small_scenario("two-gpus", 3), {0, 10'000}, 10'000, 10'000);
+  for (auto& n : run.graph.nodes) n.device = n.rank;
+  run.ranks_share_gpu = false;
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.basis == OverlapBasis::window);
+  CHECK(v.verdict == Verdict::overlapped);
+  CHECK(v.verdict_overlap.median == Approx(v.overlap.median));
+  CHECK(v.busy_verdict == Verdict::serialized);
 }
 
 TEST_CASE("rank 1 starting after rank 0 ends is SERIALIZED, and its first node shows the wait", "[timeline]") {
@@ -262,4 +279,335 @@ TEST_CASE("run analysis takes its time base from the earliest record", "[timelin
   const RunAnalysis a = analyze_run(run);
   CHECK(a.base_ns == kClock0);
   CHECK(a.collection_clean());
+}
+
+namespace {
+
+double path_total(const ReplayTimeline& rt) {
+  double sum = 0;
+  for (const auto& l : rt.critical_path) sum += l.us;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a wait splits into contention by the nodes that held the GPU and idle", "[timeline][why]") {
+  // r1: c -> d. While d waits (ready at 10, start at 60) rank 0's a runs 10..50 and e 50..55 on the
+  // same GPU; 55..60 nothing runs.
+  HandBuilt h(2);
+  const int a = h.node(0, 0, "a");
+  const int e = h.node(0, 0, "e");
+  const int c = h.node(1, 0, "c");
+  const int d = h.node(1, 0, "d");
+  h.edge(a, e);
+  h.edge(c, d);
+  h.record(c, 0, 10);
+  h.record(a, 10, 50);
+  h.record(e, 50, 55);
+  h.record(d, 60, 70);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[0][static_cast<std::size_t>(d)];
+  CHECK(t.ready_from == c);
+  CHECK(t.wait_us == Approx(50.0));
+  CHECK(t.parts.contention_us == Approx(45.0));
+  CHECK(t.parts.idle_us == Approx(5.0));
+  CHECK(t.parts.contention_us + t.parts.idle_us == Approx(t.wait_us));
+  REQUIRE(t.parts.occupants.size() == 2);
+  CHECK(t.parts.occupants[0].node == a);
+  CHECK(t.parts.occupants[0].us == Approx(40.0));
+  CHECK_FALSE(t.parts.occupants[0].other_replay);
+  CHECK(t.parts.occupants[1].node == e);
+  CHECK(t.parts.occupants[1].us == Approx(5.0));
+  CHECK(t.parts.arrival_us == 0.0);  // its predecessor is on its own rank
+  CHECK(t.parts.own_from == -1);
+  // a depends on nothing: ready at the replay's start, it waited the 10 µs c held the GPU.
+  const NodeTiming& ta = v.timings[0][static_cast<std::size_t>(a)];
+  CHECK(ta.wait_us == Approx(10.0));
+  CHECK(ta.parts.contention_us == Approx(10.0));
+  REQUIRE(ta.parts.occupants.size() == 1);
+  CHECK(ta.parts.occupants[0].node == c);
+  // The node's typical breakdown over replays is its one replay's.
+  const NodeWaitSummary* w = v.wait_of(d);
+  REQUIRE(w != nullptr);
+  CHECK(w->typical_replay == 0);
+  CHECK(w->typical.contention_us == Approx(45.0));
+  CHECK(w->contention_us.median == Approx(45.0));
+  CHECK(w->idle_us.median == Approx(5.0));
+}
+
+TEST_CASE("work on another GPU is not contention: the wait is idle", "[timeline][why]") {
+  HandBuilt h(2);
+  const int a = h.node(0, 0, "a");
+  const int c = h.node(1, 1, "c");
+  const int d = h.node(1, 1, "d");
+  h.edge(c, d);
+  h.record(c, 0, 10);
+  h.record(a, 0, 50);
+  h.record(d, 25, 35);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[0][static_cast<std::size_t>(d)];
+  CHECK(t.wait_us == Approx(15.0));
+  CHECK(t.parts.contention_us == 0.0);
+  CHECK(t.parts.idle_us == Approx(15.0));
+  CHECK(t.parts.occupants.empty());
+}
+
+TEST_CASE("overlapping occupants share a wait without counting any instant twice", "[timeline][why]") {
+  // Two kernels of rank 0 on two streams overlap (20..60 and 40..80) while d waits 20..100.
+  HandBuilt h(2);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(0, 0, "b");
+  const int c = h.node(1, 0, "c");
+  const int d = h.node(1, 0, "d");
+  h.edge(c, d);
+  h.record(c, 0, 20);
+  h.record(a, 20, 60);
+  h.record(b, 40, 80);
+  h.record(d, 100, 110);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[0][static_cast<std::size_t>(d)];
+  CHECK(t.wait_us == Approx(80.0));
+  CHECK(t.parts.contention_us == Approx(60.0));  // 20..80 covered once
+  CHECK(t.parts.idle_us == Approx(20.0));
+  REQUIRE(t.parts.occupants.size() == 2);
+  CHECK(t.parts.occupants[0].node == a);  // a started first: it owns 20..60
+  CHECK(t.parts.occupants[0].us == Approx(40.0));
+  CHECK(t.parts.occupants[1].node == b);  // b owns the rest, 60..80
+  CHECK(t.parts.occupants[1].us == Approx(20.0));
+}
+
+TEST_CASE("a predecessor on another rank that ends late is arrival, beside the wait", "[timeline][why]") {
+  // j (rank 0) joins p (rank 0, ends at 10) and q (rank 1 on GPU 1, ends at 50); j starts at 53.
+  HandBuilt h(2);
+  const int p = h.node(0, 0, "p");
+  const int q = h.node(1, 1, "q");
+  const int j = h.node(0, 0, "j");
+  h.edge(p, j);
+  h.edge(q, j);
+  h.record(p, 0, 10);
+  h.record(q, 0, 50);
+  h.record(j, 53, 60);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[0][static_cast<std::size_t>(j)];
+  CHECK(t.ready_from == q);
+  CHECK(t.wait_us == Approx(3.0));
+  CHECK(t.parts.idle_us == Approx(3.0));
+  CHECK(t.parts.contention_us == 0.0);
+  CHECK(t.parts.own_from == p);
+  CHECK(t.parts.arrival_us == Approx(40.0));
+  const NodeWaitSummary* w = v.wait_of(j);
+  REQUIRE(w != nullptr);
+  CHECK(w->arrival_us.median == Approx(40.0));
+  // q has no own-rank predecessor: nothing to arrive late against.
+  CHECK(v.timings[0][static_cast<std::size_t>(q)].parts.own_from == -1);
+}
+
+TEST_CASE("the critical path runs through the later branch of a join", "[timeline][why]") {
+  // a (rank 0, GPU 0) 0..10 and b (rank 1, GPU 1) 0..40 join into j (GPU 0) 45..60.
+  HandBuilt h(2);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(1, 1, "b");
+  const int j = h.node(0, 0, "j");
+  h.edge(a, j);
+  h.edge(b, j);
+  h.record(a, 0, 10);
+  h.record(b, 0, 40);
+  h.record(j, 45, 60);
+  const VariantTimeline v = analyze_variant(h.v);
+  const ReplayTimeline& rt = v.replays[0];
+  REQUIRE(rt.critical_path.size() == 3);
+  CHECK(rt.critical_path[0].kind == PathLinkKind::run);
+  CHECK(rt.critical_path[0].node == b);
+  CHECK(rt.critical_path[0].us == Approx(40.0));
+  CHECK(rt.critical_path[1].kind == PathLinkKind::idle);
+  CHECK(rt.critical_path[1].node == j);
+  CHECK(rt.critical_path[1].us == Approx(5.0));
+  CHECK(rt.critical_path[2].kind == PathLinkKind::run);
+  CHECK(rt.critical_path[2].node == j);
+  CHECK(rt.critical_path[2].us == Approx(15.0));
+  CHECK(path_total(rt) == Approx(rt.span_us));
+  CHECK(v.critical_path.speedup_node == b);
+  CHECK(v.critical_path.speedup_us == Approx(40.0));
+  CHECK(v.critical_path.typical_replay == 0);
+}
+
+TEST_CASE("the critical path goes through the node that held the GPU while another waited", "[timeline][why]") {
+  // One GPU: r1's c is ready at 0 but r0's a holds the GPU 0..30; c runs 30..40, then r0's b
+  // (after a) waits for c and runs 40..50.
+  HandBuilt h(2);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(0, 0, "b");
+  const int c = h.node(1, 0, "c");
+  h.edge(a, b);
+  h.record(a, 0, 30);
+  h.record(c, 30, 40);
+  h.record(b, 40, 50);
+  const VariantTimeline v = analyze_variant(h.v);
+  const ReplayTimeline& rt = v.replays[0];
+  REQUIRE(rt.critical_path.size() == 3);
+  CHECK(rt.critical_path[0].node == a);
+  CHECK(rt.critical_path[0].held == c);
+  CHECK(rt.critical_path[1].node == c);
+  CHECK(rt.critical_path[1].held == b);
+  CHECK(rt.critical_path[2].node == b);
+  CHECK(rt.critical_path[2].held == -1);
+  CHECK(path_total(rt) == Approx(50.0));
+}
+
+TEST_CASE("critical path links add up to every replay's span", "[timeline][why]") {
+  for (const std::uint64_t gap : {0ULL, 3'000ULL}) {
+    const VariantTimeline v = analyze_variant(scheduled_variant(small_scenario("turns", 4), {0, 10'000}, 10'000, gap));
+    for (const auto& rt : v.replays) CHECK(path_total(rt) == Approx(rt.span_us));
+  }
+  Scenario s = small_scenario("root-busy", 3);
+  s.root_busy = 3;
+  s.join = JoinKind::reduce;
+  const VariantTimeline v = analyze_variant(scheduled_variant(s, {0, 35'000}, 10'000, 2'000));
+  for (const auto& rt : v.replays) CHECK(path_total(rt) == Approx(rt.span_us));
+}
+
+TEST_CASE("a replay whose rank started late is an outlier, named with the node and its wait", "[timeline][why]") {
+  VariantRun run = scheduled_variant(small_scenario("outlier", 12), {0, 1'000});
+  // Replay 6: rank 1 starts 30 µs later than usual, behind rank 0's chain.
+  for (auto& a : run.records) {
+    if (a.replay != 6 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 1) continue;
+    a.start_ns += 30'000;
+    a.end_ns += 30'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.span_us.median == Approx(71.0));
+  CHECK(v.outlier_threshold_us == Approx(0.05 * 71.0));
+  REQUIRE(v.outliers.size() == 1);
+  const OutlierReplay& o = v.outliers[0];
+  CHECK(o.replay == 6);
+  CHECK(o.span_us == Approx(101.0));
+  CHECK(o.span_departs);
+  CHECK(o.late_node == run.graph.find("r1.quant_z")->id);
+  CHECK(o.late_by_us == Approx(30.0));
+  CHECK(o.excess_wait_us == Approx(30.0));
+  const NodeTiming& t = v.timings[6][static_cast<std::size_t>(o.late_node)];
+  CHECK(t.wait_us == Approx(31.0));
+  CHECK(t.parts.contention_us == Approx(31.0));  // rank 0's chain held the GPU all along
+  CHECK(o.slow_by_us == Approx(0.0));              // no node ran longer than usual
+  CHECK(v.steadiness.known);
+  CHECK(v.steadiness.steady);
+}
+
+TEST_CASE("an outlier replay names the node that ran longer than usual", "[timeline][why]") {
+  VariantRun run = scheduled_variant(small_scenario("slow-gemm", 10), {0, 1'000}, 10'000, 1'000);
+  // Replay 4: r0.gate runs 20 µs longer; everything after it on rank 0 moves with it.
+  const Node* gate = run.graph.find("r0.gate");
+  std::uint64_t gate_start = 0;
+  for (const auto& a : run.records)
+    if (a.replay == 4 && a.node == gate->id) gate_start = a.start_ns;
+  for (auto& a : run.records) {
+    if (a.replay != 4 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 0 || a.start_ns < gate_start) continue;
+    if (a.node != gate->id) a.start_ns += 20'000;
+    a.end_ns += 20'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  REQUIRE(v.outliers.size() == 1);
+  CHECK(v.outliers[0].replay == 4);
+  CHECK(v.outliers[0].slow_node == gate->id);
+  CHECK(v.outliers[0].slow_by_us == Approx(20.0));
+}
+
+TEST_CASE("a run whose last replays are slower than its first is not steady", "[timeline][why]") {
+  VariantRun run = scheduled_variant(small_scenario("drift", 12), {0, 1'000});
+  for (auto& a : run.records) {
+    if (a.replay < 8 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 1) continue;
+    a.start_ns += 40'000;
+    a.end_ns += 40'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  REQUIRE(v.steadiness.known);
+  CHECK(v.steadiness.quarter == 3);
+  CHECK(v.steadiness.first_span_us == Approx(71.0));
+  CHECK(v.steadiness.last_span_us == Approx(111.0));
+  CHECK_FALSE(v.steadiness.steady);
+  CHECK(v.outliers.size() == 4);
+  SECTION("too few replays to judge") {
+    const VariantTimeline few = analyze_variant(scheduled_variant(small_scenario("few", 5), {0, 1'000}));
+    CHECK_FALSE(few.steadiness.known);
+  }
+}
+
+TEST_CASE("a replay whose verdict departs from the variant's is an outlier", "[timeline][why]") {
+  VariantRun run = scheduled_variant(small_scenario("one-off", 9), {0, 1'000});
+  // Replay 2: rank 1 runs after rank 0 instead of beside it (its span departs as well).
+  for (auto& a : run.records) {
+    if (a.replay != 2 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 1) continue;
+    a.start_ns += 70'000;
+    a.end_ns += 70'000;
+  }
+  const VariantTimeline v = analyze_variant(run);
+  CHECK(v.verdict == Verdict::overlapped);
+  REQUIRE(v.outliers.size() == 1);
+  CHECK(v.outliers[0].replay == 2);
+  CHECK(v.outliers[0].verdict == Verdict::serialized);
+  CHECK(v.outliers[0].verdict_departs);
+}
+
+TEST_CASE("work of an overlapping replay is contention, named as another replay's", "[timeline][why]") {
+  // Replay 1 begins before replay 0 has ended: its b waits for replay 0's b to leave the GPU.
+  HandBuilt h(1, 2);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(0, 0, "b");
+  h.edge(a, b);
+  const auto put = [&](int node, int replay, std::uint64_t start_us, std::uint64_t end_us) {
+    ActivityRecord r;
+    r.start_ns = kClock0 + start_us * 1000;
+    r.end_ns = kClock0 + end_us * 1000;
+    r.node = node;
+    r.replay = replay;
+    h.v.records.push_back(r);
+  };
+  put(a, 0, 0, 10);
+  put(b, 0, 10, 100);
+  put(a, 1, 20, 30);
+  put(b, 1, 100, 110);
+  const VariantTimeline v = analyze_variant(h.v);
+  const NodeTiming& t = v.timings[1][static_cast<std::size_t>(b)];
+  CHECK(t.wait_us == Approx(70.0));
+  CHECK(t.parts.contention_us == Approx(70.0));
+  REQUIRE(t.parts.occupants.size() == 1);
+  CHECK(t.parts.occupants[0].node == b);
+  CHECK(t.parts.occupants[0].other_replay);
+  // On the critical path the other replay's work is a contention link of b, not a run.
+  const auto& path = v.replays[1].critical_path;
+  REQUIRE(path.size() == 3);
+  CHECK(path[0].kind == PathLinkKind::run);
+  CHECK(path[0].node == a);
+  CHECK(path[1].kind == PathLinkKind::contention);
+  CHECK(path[1].node == b);
+  CHECK(path[1].occupant == b);
+  CHECK(path[1].us == Approx(70.0));
+  CHECK(path[2].node == b);
+}
+
+TEST_CASE("with ranks on the root's GPU and on another, each rank is judged on its own basis", "[timeline][why]") {
+  // r0 and r1 share GPU 0 and take turns (busy overlap 0, windows shared); r2 on GPU 1 runs beside r0.
+  HandBuilt h(3);
+  const int a0 = h.node(0, 0, "a0");
+  const int b0 = h.node(0, 0, "b0");
+  const int a1 = h.node(1, 0, "a1");
+  const int b1 = h.node(1, 0, "b1");
+  const int a2 = h.node(2, 1, "a2");
+  h.edge(a0, b0);
+  h.edge(a1, b1);
+  h.record(a0, 0, 10);
+  h.record(a1, 10, 20);
+  h.record(b0, 20, 30);
+  h.record(b1, 30, 40);
+  h.record(a2, 0, 30);
+  const VariantTimeline v = analyze_variant(h.v);
+  CHECK(v.basis == OverlapBasis::mixed);
+  const ReplayTimeline& rt = v.replays[0];
+  REQUIRE(rt.busy_vs_root[1].has_value());
+  CHECK(*rt.busy_vs_root[1] == 0.0);
+  CHECK(*rt.overlap_vs_root[1] == Approx(2.0 / 3.0));  // windows 0..30 and 10..40
+  CHECK(*rt.overlap_vs_root[2] == Approx(1.0));
+  CHECK(*rt.verdict_overlap == 0.0);  // r1's busy overlap decides
+  CHECK(rt.verdict == Verdict::serialized);
+  CHECK(v.window_verdict == Verdict::overlapped);
 }

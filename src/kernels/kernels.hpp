@@ -9,6 +9,7 @@
 
 #include "core/nvfp4_layout.hpp"
 #include "core/router.hpp"
+#include "kernels/gemm_plan.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
@@ -38,35 +39,6 @@ struct DeviceRouting {
   int top_k = 0;
 };
 
-// The static work list of one grouped GEMM, built on the host from the routing (so every graph
-// replay launches identical parameters). The caller uploads `items` and passes the device copy.
-// `items` = [tile, 0, 0, 0, then (expert, weight-row block, first routed row, routed rows) per launched
-// block; an expert's routed rows split evenly into blocks of at most the tile's tokens],
-// heaviest experts' blocks adjacent so an expert's weights are shared through L2 while they run.
-struct GemmPlan {
-  std::vector<std::int32_t> items;  // kernel-defined encoding of the tiles
-  int grid = 0;                     // blocks to launch
-  int tile = 0;                     // GemmTile index the items were cut for
-};
-[[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
-
-// Block tiles of the grouped GEMM: `rows` weight rows x up to `tokens` routed rows (tokens) per
-// block; an expert's rows are split evenly into blocks of at most `tokens`. Every tile sums each output in the same order (k ascending, one
-// fp32 accumulator), so the choice changes speed only, never a bit of the output.
-struct GemmTile {
-  int rows = 64;
-  int tokens = 8;
-  bool wgmma = false;
-  [[nodiscard]] int block_rows() const { return rows; }
-  [[nodiscard]] int block_tokens() const { return tokens; }
-};
-[[nodiscard]] int gemm_tile_count();
-[[nodiscard]] GemmTile gemm_tile(int index);
-// The tile plan_grouped_gemm picks from the routed rows per active expert and the weights' shape.
-[[nodiscard]] int choose_gemm_tile(std::int64_t routed_rows, int active_experts, int out_rows, int in_cols);
-// A plan cut for a given tile (bench compares them).
-[[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile);
-
 // A plan on the device, for the grouped_gemm overload that launches a chosen tile.
 struct DeviceGemmPlan {
   const std::int32_t* items = nullptr;  // device copy of GemmPlan::items
@@ -77,7 +49,7 @@ struct DeviceGemmPlan {
 // 1. x16[i] = half(z[row_token[i]] / s), xs[i] = s = amax of the row (1 if 0).
 // x16 and a16 rows are stored in the grouped GEMM's k order, not column order: within every 16
 // columns, half2 slot t (t = 0..3) holds columns (2t, 2t+8) and slot 4+t holds (2t+1, 2t+9). The
-// MMA then reads its B fragments with no shuffles (kernels/nvfp4_decode.cuh says why that order).
+// MMA then reads its B fragments with no shuffles (nvfp4_decode.cuh says why that order).
 // x16_to_natural_order turns downloaded rows back into column order.
 // The gather reads each token's row once and writes it to the token's k CSR rows (routing.pair_row).
 void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, std::uint16_t* x16, float* xs,

@@ -1,5 +1,5 @@
-// NVFP4 -> fp16 in registers, for the A (weight) fragments of mma.sync m16n8k16, and the few PTX
-// instructions the grouped GEMM uses. Layout v2 (src/core/nvfp4_layout.cpp) hands each lane one
+// NVFP4 -> fp16 in registers, for the A (weight) fragments of mma.sync m16n8k16 and of wgmma
+// with A from registers (the same fragment per warp). Layout v2 (src/core/nvfp4_layout.cpp) hands each lane one
 // 32-bit word per k16 block: bytes (row g, t), (row g+8, t), (row g, t+4), (row g+8, t+4).
 //
 // The GEMM runs the MMA with a fixed permutation of k inside every 16-block (the same for A and
@@ -12,13 +12,9 @@
 
 #include <cstdint>
 
-namespace tpgraph::kernels::detail {
+#include "kernels/ptx.cuh"
 
-__device__ __forceinline__ std::uint32_t prmt(std::uint32_t a, std::uint32_t b, std::uint32_t selector) {
-  std::uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
-  return d;
-}
+namespace tpgraph::kernels::detail {
 
 // The two nibbles at bits 12..15 and 28..31 of q as fp16 bit patterns of e2m1 * 2^-14: sign to
 // bit 15, exponent and mantissa bits to 9..11. E2M1's subnormal (code 1 = 0.5) lands on fp16's
@@ -75,45 +71,6 @@ __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t
   a[1] = as_u32(__hmul2(as_half2(h[1]), scale_g8));
   a[2] = as_u32(__hmul2(as_half2(h[2]), scale_g));
   a[3] = as_u32(__hmul2(as_half2(h[3]), scale_g8));
-}
-
-__device__ __forceinline__ void mma_16816(float c[4], const std::uint32_t a[4], const std::uint32_t b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// ldmatrix at a shared-memory address already converted (the hot loop adds immediates to it).
-__device__ __forceinline__ void ldmatrix_x4_at(std::uint32_t r[4], std::uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x2_at(std::uint32_t r[2], std::uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(address));
-}
-
-// Asynchronous global -> shared copy of 16 bytes to a shared-memory address; `bytes_valid` 0 fills
-// them with zeros.
-__device__ __forceinline__ void cp_async16_at(std::uint32_t smem_address, const void* gmem, int bytes_valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
-               : "memory");
-}
-// 4 bytes; zeros where bytes_valid is 0 (cp.async.ca: the 4-byte size has no .cg form).
-__device__ __forceinline__ void cp_async4_at(std::uint32_t smem_address, const void* gmem, int bytes_valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_address), "l"(gmem), "r"(bytes_valid)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
 }
 
 }  // namespace tpgraph::kernels::detail

@@ -1,0 +1,214 @@
+// tpgraph trace [--out DIR] [clock flags] -- CMD [ARGS...]: runs an unmodified CUDA program with
+// tpgraph's CUPTI injection library, waits for it, then merges what every process recorded and writes
+// the same outputs as `run` (report, Perfetto trace, SVG, DOT per graph). Exits with CMD's own code.
+#include <fmt/core.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/report.hpp"
+#include "core/run_outputs.hpp"
+#include "core/timeline.hpp"
+#include "core/traced_run.hpp"
+
+namespace tpgraph::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kInjectLibrary = "libtpgraph_inject.so";
+
+struct TraceOptions {
+  std::string out;
+  bool assume_synced = false;
+  bool align_collectives = false;
+  std::vector<std::string> command;
+};
+
+// The injection library: TPGRAPH_INJECT_LIBRARY, else beside the binary (build folder), else in
+// ../lib (after cmake --install).
+fs::path find_inject_library() {
+  if (const char* env = std::getenv("TPGRAPH_INJECT_LIBRARY"); env != nullptr && *env != '\0') {
+    std::error_code ec;
+    if (!fs::is_regular_file(env, ec))
+      throw InputError(fmt::format("TPGRAPH_INJECT_LIBRARY={}: no such file (it must name {})", env, kInjectLibrary));
+    return fs::absolute(env);
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find tpgraph's own path (/proc/self/exe) to locate the injection library");
+  const fs::path dir = self.parent_path();
+  for (const fs::path& candidate : {dir / kInjectLibrary, dir / ".." / "lib" / kInjectLibrary}) {
+    if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec);
+  }
+  throw std::runtime_error(fmt::format("the injection library {} is neither beside {} nor in {}: rebuild or reinstall "
+                                       "tpgraph (or set TPGRAPH_INJECT_LIBRARY)",
+                                       kInjectLibrary, self.string(), (dir / ".." / "lib").string()));
+}
+
+struct Resolved {
+  std::string path;
+  int error = 0;  // 0, or the exit code a shell would give: 127 not found, 126 not executable
+  std::string why;
+};
+
+Resolved resolve_command(const std::string& name) {
+  const auto check = [](const std::string& path) -> Resolved {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {path, 127, "no such file"};
+    if (S_ISDIR(st.st_mode)) return {path, 126, "is a folder"};
+    if (::access(path.c_str(), X_OK) != 0) return {path, 126, "permission denied (not executable)"};
+    return {path, 0, ""};
+  };
+  if (name.empty()) return {name, 127, "empty command"};
+  if (name.find('/') != std::string::npos) return check(name);
+  const char* path_env = std::getenv("PATH");
+  const std::string dirs = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::optional<Resolved> not_executable;
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    const Resolved r = check(dir + "/" + name);
+    if (r.error == 0) return r;
+    if (r.error == 126 && !not_executable) not_executable = r;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (not_executable) return *not_executable;
+  return {name, 127, "command not found"};
+}
+
+volatile sig_atomic_t g_child = 0;
+
+// Signals sent to tpgraph by another process (kill, a job scheduler) go on to the command; those the
+// terminal sends already reach the command, which is in tpgraph's process group.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
+  if (g_child > 0 && !from_terminal) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+int run_command(const std::vector<std::string>& argv, const std::string& path, const fs::path& library,
+                const fs::path& dir) {
+  struct sigaction forward {};
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  struct sigaction old_int {}, old_term {}, old_hup {};
+  ::sigaction(SIGINT, &forward, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
+  ::sigaction(SIGHUP, &forward, &old_hup);
+
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string lib = library.string();
+  const std::string trace_dir = fs::absolute(dir).string();
+
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+    ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    ::setenv("TPGRAPH_TRACE_DIR", trace_dir.c_str(), 1);
+    ::execv(path.c_str(), args.data());
+    const int err = errno;
+    std::fprintf(stderr, "tpgraph: %s: %s\n", argv[0].c_str(), std::strerror(err));
+    ::_exit(err == ENOENT ? 127 : 126);
+  }
+  g_child = child;
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waiting for the command failed: {}", std::strerror(errno)));
+  }
+  g_child = 0;
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
+  if (assume_synced && align_collectives)
+    throw InputError("--assume-synced and --align-collectives exclude each other: pass one");
+  TraceMergeOptions o;
+  if (assume_synced) o.clocks = ClockPolicy::assume_synced;
+  if (align_collectives) o.clocks = ClockPolicy::align_collectives;
+  return o;
+}
+
+std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options) {
+  TracedRun traced = merge_traces(read_process_files(from / "procs"), options);
+  const RunAnalysis analysis = analyze_run(traced.run);
+  const auto files = write_run_outputs(traced.run, analysis, dir, /*write_records=*/false);
+  const std::string summary = render_trace_summary(traced);
+  // report.md gains the trace's own section: processes, files, clocks, collectives.
+  write_file_atomically(dir / "report.md", render_report_markdown(traced.run, analysis) + "\n" + summary);
+  if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
+  fmt::print("{}", summary);
+  return files.size();
+}
+
+void add_trace_command(CLI::App& app) {
+  auto opts = std::make_shared<TraceOptions>();
+  auto* cmd = app.add_subcommand(
+      "trace", "run any CUDA program (-- CMD ARGS...) with CUPTI injected; report its graphs' timeline, waits and verdict");
+  cmd->add_option("--out", opts->out, "the trace folder (default: runs/trace-<UTC date and time>); must be new or empty");
+  cmd->add_flag("--assume-synced", opts->assume_synced, "record files of several hosts: their clocks are synchronised");
+  cmd->add_flag("--align-collectives", opts->align_collectives,
+                "record files of several hosts: align their clocks on matched collective ends");
+  cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
+  cmd->callback([opts] {
+    const TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
+    const Resolved target = resolve_command(opts->command.front());
+    if (target.error != 0) {
+      fmt::print(stderr, "tpgraph: {}: {}\n", opts->command.front(), target.why);
+      throw ExitRequest{target.error};
+    }
+    const fs::path library = find_inject_library();
+    fs::path dir = opts->out.empty() ? fs::path("runs") / ("trace-" + default_run_folder("").filename().string())
+                                     : fs::path(opts->out);
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
+      throw InputError(fmt::format("--out {}: exists and is not an empty folder (a trace needs a new folder)", dir.string()));
+    fs::create_directories(dir / "procs", ec);
+    if (ec) throw InputError(fmt::format("--out {}: cannot be created: {}", dir.string(), ec.message()));
+
+    const int code = run_command(opts->command, target.path, library, dir);
+    std::size_t written = 0;
+    try {
+      written = analyze_trace_folder(dir, dir, merge);
+    } catch (const InputError& e) {
+      fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts->command.front(), e.what());
+      fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
+                 (dir / "procs").string(), dir.string());
+      throw ExitRequest{code != 0 ? code : 2};
+    }
+    fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts->command.front(), code);
+    throw ExitRequest{code};
+  });
+}
+
+}  // namespace tpgraph::cli

@@ -1,0 +1,79 @@
+#include "inject/record_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/trace_file.hpp"
+
+namespace tpgraph::inject {
+
+namespace {
+
+bool make_dir(const std::string& path, std::string* error) {
+  if (::mkdir(path.c_str(), 0777) == 0 || errno == EEXIST) return true;
+  *error = path + ": cannot be created: " + std::strerror(errno);
+  return false;
+}
+
+// write() may return short on a full disk or a signal; a chunk is either all there or the file
+// stops (the reader then reports the cut).
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+RecordWriter::~RecordWriter() {
+  if (ours()) ::close(fd_.exchange(-1));
+}
+
+bool RecordWriter::open(const std::string& trace_dir, const std::string& host, std::string* error) {
+  const std::string procs = trace_dir + "/procs";
+  if (!make_dir(trace_dir, error) || !make_dir(procs, error)) return false;
+  const pid_t pid = ::getpid();
+  path_ = procs + "/" + host + "." + std::to_string(pid) + std::string(tracefile::kSuffix);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = path_ + ": cannot be opened for writing: " + std::strerror(errno);
+    return false;
+  }
+  const std::lock_guard guard(mutex_);
+  fd_ = fd;
+  owner_ = pid;
+  if (!write_all(fd_, tracefile::file_header())) {
+    *error = path_ + ": the header could not be written";
+    ::close(fd_.exchange(-1));
+    return false;
+  }
+  return true;
+}
+
+bool RecordWriter::write(std::string_view chunk) {
+  if (!ours()) return false;
+  const std::lock_guard guard(mutex_);
+  return write_locked(chunk);
+}
+
+bool RecordWriter::write_locked(std::string_view chunk) {
+  if (!ours()) return false;
+  if (write_all(fd_, chunk)) return true;
+  ::close(fd_.exchange(-1));
+  return false;
+}
+
+void RecordWriter::abandon_in_child() noexcept {
+  const int fd = fd_.exchange(-1);
+  if (fd >= 0) ::close(fd);
+}
+
+}  // namespace tpgraph::inject

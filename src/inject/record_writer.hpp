@@ -1,0 +1,53 @@
+// The traced process's record file: one owner of the descriptor, one write() per chunk under one
+// mutex, and nothing written by a process other than the one that opened it (a fork's child
+// inherits the descriptor and the atexit handler, and must leave the parent's file alone).
+#pragma once
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace tpgraph::inject {
+
+class RecordWriter {
+ public:
+  RecordWriter() = default;
+  ~RecordWriter();
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  // Creates <dir>/procs/ if missing and opens <dir>/procs/<host>.<pid>.tpgt (truncated), then
+  // writes the file header. False, with `error` set, when the file cannot be written.
+  bool open(const std::string& trace_dir, const std::string& host, std::string* error);
+
+  // Writes one ready chunk (tracefile::chunk and friends). False once the file is closed, not
+  // ours (a forked child) or a write failed; the first failure closes the file.
+  bool write(std::string_view chunk);
+
+  // For a caller that writes several chunks that must stay in order (a name before the records
+  // that use it): hold this lock across the writes through write_locked.
+  // Check ours() first: in a fork's child the mutex may be held by a thread that no longer exists.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
+  bool write_locked(std::string_view chunk);
+
+  // The file is open and this is the process that opened it.
+  [[nodiscard]] bool ours() const noexcept { return fd_.load() >= 0 && owner_.load() == ::getpid(); }
+
+  // Called in a fork's child: forget the descriptor without touching the mutex (another thread may
+  // have held it at fork time) and never write again.
+  void abandon_in_child() noexcept;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<int> fd_{-1};
+  std::atomic<pid_t> owner_{0};
+  std::string path_;
+};
+
+}  // namespace tpgraph::inject

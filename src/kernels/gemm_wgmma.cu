@@ -1,0 +1,491 @@
+// The grouped GEMM's wgmma kernel, for many routed rows per expert (tiles 128 x <=160 and
+// 256 x <=160): warpgroups of 4 warps, each warp 16 of the warpgroup's 64 weight rows. A warp
+// decodes its weights to the A fragment in registers (nvfp4_decode.cuh), which goes straight into
+// wgmma.mma_async m64nNk16; B, the block's routed rows, comes from shared memory by descriptor,
+// brought there by tensor copies. N is the block's routed rows rounded up to 16 (an expert's rows
+// are split evenly into blocks of at most 160), so the tensor cores do little padding. Where K is
+// short a block walks several row blocks with its pipelines running on (gemm_tiles.hpp).
+//
+// wgmma and mma.sync give the same bits for the same k16 steps in the same order (the GPU tests
+// compare every tile), so this kernel and gemm_mma.cu are interchangeable bit for bit.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gemm_common.cuh"
+#include "kernels/launch.cuh"
+
+namespace tpgraph::kernels::gemm {
+namespace {
+
+// B in shared memory, per stage: a chunk of the block's routed rows, 128 bytes each, as the tensor
+// copies write it with the 128-byte swizzle (smem_desc_sw128 reads it).
+constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 20 KB, a multiple of the swizzle's 1024
+// 6 stages, 3 chunks ahead: gate 460 us against 476 with 4 stages, 2 ahead, at t=4096 on the H200.
+constexpr int kWgStages = 6;
+constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
+// k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower).
+constexpr int kWgPending = 1;
+constexpr int kWgXsBytes = 1024;  // the routed rows' scales, padded so the ring starts 1024-aligned
+
+// A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
+// stages): its n-th use takes slot n % kStages, and the barrier of that slot completes with phase
+// parity (n / kStages) & 1. Static functions of the use count: the kernel keeps one counter (gc)
+// for every ring it walks, and an object per ring changed the generated SASS.
+template <int kStages>
+struct RingOrder {
+  [[nodiscard]] __device__ __forceinline__ static int stage(int n) { return n % kStages; }
+  [[nodiscard]] __device__ __forceinline__ static std::uint32_t phase(int n) {
+    return static_cast<std::uint32_t>((n / kStages) & 1);
+  }
+};
+
+// Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
+// routed-row ring, the weight pipes (v2), the ring's barriers. After the last chunk the last row
+// block's outputs are staged over the ring (WgStagedOutputs), so the kernel allocates the larger
+// of the two (wgmma_smem_bytes).
+template <int kWarps>
+struct WgPipeStorage {
+  std::uint8_t stages[kWarps][kPipeWarpBytes];
+  std::uint64_t barriers[kWarps][kPipeStages];
+};
+template <bool kV2, int kWarpgroups>
+struct WgSharedStorage {
+  float xs[kWgXsBytes / 4];
+  std::uint8_t ring[kWgStages][kWgStageBytes];
+  WgPipeStorage<4 * kWarpgroups> pipes;
+  std::uint64_t full[kWgStages];   // a stage's routed rows have landed
+  std::uint64_t empty[kWgStages];  // every warp's wgmmas that read a stage are complete
+};
+template <int kWarpgroups>
+struct WgSharedStorage<false, kWarpgroups> {  // v1 weights need no pipes
+  float xs[kWgXsBytes / 4];
+  std::uint8_t ring[kWgStages][kWgStageBytes];
+  std::uint64_t full[kWgStages];
+  std::uint64_t empty[kWgStages];
+};
+template <int kWarpgroups>
+struct WgStagedOutputs {
+  float xs[kWgXsBytes / 4];
+  float out[kWgmmaMaxTokens][64 * kWarpgroups + 4];  // [routed row][out row], a 16-byte pad per row
+};
+template <bool kV2, int kWarpgroups>
+constexpr int wgmma_smem_bytes() {
+  return sizeof(WgSharedStorage<kV2, kWarpgroups>) > sizeof(WgStagedOutputs<kWarpgroups>)
+             ? static_cast<int>(sizeof(WgSharedStorage<kV2, kWarpgroups>))
+             : static_cast<int>(sizeof(WgStagedOutputs<kWarpgroups>));
+}
+using WgStorage128 = WgSharedStorage<true, 2>;
+using WgStorage256V1 = WgSharedStorage<false, 4>;
+using WgStaged128 = WgStagedOutputs<2>;
+static_assert(offsetof(WgStorage128, ring) % 1024 == 0 && offsetof(WgStorage256V1, ring) % 1024 == 0,
+              "the swizzled stages are 1024-byte aligned");
+static_assert(offsetof(WgStaged128, out) == offsetof(WgStorage128, ring), "the staged outputs lie over the ring");
+static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 * kWgStages,
+              "full and empty are one array of barriers to the retiring loop");
+template <bool kV2, int kWarpgroups>
+constexpr bool packed() {  // no padding: the launch asks for exactly the parts' bytes
+  return sizeof(WgSharedStorage<kV2, kWarpgroups>) ==
+         static_cast<std::size_t>(kWgXsBytes + kWgStages * kWgStageBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) +
+                                  2 * 8 * kWgStages);
+}
+static_assert(packed<true, 2>() && packed<true, 4>() && packed<false, 2>() && packed<false, 4>());
+
+// A warp's weights in the wgmma kernel: the chunks of `items` row blocks one after the other
+// (global chunk gc = item * chunks + c), item r's tile 4 * kWarpgroups tiles after item r-1's.
+template <bool kV2, int kTileStep>
+struct WgWeights;
+
+// v2: bulk copies of kPipeGroup chunks into kPipeStages stages (gemm_common.cuh), over the global
+// chunk sequence (a copy group may straddle two row blocks: then two copies fill the stage). The
+// chunk counts come from the caller, which holds them anyway (registers are tight here).
+template <int kTileStep>
+struct WgWeights<true, kTileStep> {
+  const std::uint8_t* first;  // item 0's tile stream
+  std::uint32_t stages;       // this warp's first stage; its barriers follow all warps' stages
+  std::uint32_t bars;
+
+  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix, int tile, int chunks, int total, int lane,
+                                       const PipeLayout& pipes, int warp) {
+    first = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
+    stages = pipes.stage(warp, 0);
+    bars = pipes.barrier(warp, 0);
+    if (total == 0) return;
+    if (lane == 0) {
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) detail::mbar_init(bars + 8 * s, 1);
+      detail::fence_mbarrier_init();
+#pragma unroll
+      for (int s = 0; s < kPipeStages; ++s) {
+        if (s * kPipeGroup < total) issue(s, chunks, total);
+      }
+    }
+    __syncwarp();
+  }
+
+  // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * kTileStep tiles on.
+  __device__ __forceinline__ void issue(int group, int chunks, int total) const {
+    const int stage = group % kPipeStages;
+    int c = group * kPipeGroup;
+    int n = min(kPipeGroup, total - c);
+    const std::uint32_t bar = bars + 8 * stage;
+    detail::mbar_expect_tx(bar, n * kUnitBytes);
+    std::uint32_t dst = stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes);
+    int item = c / chunks;
+    int ci = c - item * chunks;
+    while (n > 0) {
+      const int m = min(n, chunks - ci);
+      detail::bulk_copy(dst, first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes,
+                        m * kUnitBytes, bar);
+      dst += static_cast<std::uint32_t>(m * kUnitBytes);
+      n -= m;
+      ++item;
+      ci = 0;
+    }
+  }
+  // Chunk gc; s8 = gc % kPipeRound (a constant in the unrolled loop).
+  __device__ __forceinline__ Fragment get(int gc, int s8, int lane) const {
+    const int stage = s8 / kPipeGroup;
+    if (s8 % kPipeGroup == 0) {
+      detail::mbar_wait(bars + 8 * stage, RingOrder<kPipeRound>::phase(gc));  // each stage once a round
+    }
+    return load_unit_fragment(stages + static_cast<std::uint32_t>(s8 * kUnitBytes), lane);
+  }
+  __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
+    if (s8 % kPipeGroup == kPipeGroup - 1 || gc == total - 1) {
+      __syncwarp();
+      const int next = gc / kPipeGroup + kPipeStages;
+      if (lane == 0 && next * kPipeGroup < total) issue(next, chunks, total);
+    }
+  }
+  __device__ __forceinline__ void inval(int s, int total) const {
+    if (total > 0) detail::mbar_inval(bars + 8 * s);
+  }
+};
+
+// v1: byte gathers one chunk ahead in registers.
+template <int kTileStep>
+struct WgWeights<false, kTileStep> {
+  const std::uint8_t* matrix;
+  V1WeightStream stream;
+  Fragment ahead;
+  int tile;
+  int chunks;
+  int total;
+  int c;  // chunk of `ahead` within its item
+  int lane;
+
+  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_,
+                                       const PipeLayout&, int)
+      : matrix(matrix_), stream(matrix_, tile_, chunks_, lane_), tile(tile_), chunks(chunks_), total(total_), c(0),
+        lane(lane_) {
+    if (total > 0) ahead = stream.next();
+  }
+  __device__ __forceinline__ Fragment get(int gc, int, int) {
+    const Fragment f = ahead;
+    if (++c == chunks) {
+      c = 0;
+      tile += kTileStep;
+      stream = V1WeightStream(matrix, tile, chunks, lane);
+    }
+    if (gc + 1 < total) ahead = stream.next();
+    return f;
+  }
+  __device__ __forceinline__ void release(int, int, int, int, int) const {}
+  __device__ __forceinline__ void inval(int, int) const {}
+};
+
+// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
+// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
+// and the weight pipes run on into the next row block while the current one is finished: its
+// outputs go straight from registers to y, except the last row block's, which are staged in shared
+// memory (free by then) and written with coalesced 16-byte stores.
+template <bool kV2, int kWarpgroups, int kN>
+__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+                                            int expert, int row_block0, int items, int row_begin, int block_rows) {
+  static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
+  static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
+  static_assert(kN <= kWgmmaMaxTokens && kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
+  using Storage = WgSharedStorage<kV2, kWarpgroups>;
+  constexpr int kRows = 64 * kWarpgroups;
+  Storage& shared = *reinterpret_cast<Storage*>(smem);
+  const int chunks = args.in_cols / kChunkElems;
+  const int total = chunks * items;
+  const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  const int tile0 = row_block0 * 4 * kWarpgroups + warp;
+  // A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
+  // 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
+  // tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
+  // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
+  // block of its own (items == 1).
+  const bool group_active = (tile0 & ~3) < args.out_rows / 16;
+  const std::uint8_t* matrix =
+      args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+
+  // Shared-window addresses of the storage's members, as offsets from the ring's: one address
+  // conversion, and the barrier addresses stay immediates from it.
+  float* xs_s = shared.xs;
+  const std::uint32_t b_base = detail::smem_address(shared.ring);
+  auto from_ring = [&](std::size_t member_offset) {
+    return b_base + static_cast<std::uint32_t>(member_offset - offsetof(Storage, ring));
+  };
+  std::uint32_t pipe_base = 0;
+  if constexpr (kV2) pipe_base = from_ring(offsetof(Storage, pipes));
+  const int weight_chunks = group_active ? total : 0;  // an idle warpgroup's pipe has none
+  WgWeights<kV2, 4 * kWarpgroups> weights(matrix, group_active ? tile0 : 0, chunks, weight_chunks, lane,
+                                          PipeLayout{pipe_base, 4 * kWarpgroups}, warp);
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+
+  // The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
+  // chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
+  // completes when the copies have landed. Chunk gc + kWgAhead is loaded while chunk gc is
+  // computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
+  // loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone as the producer,
+  // warp 0 carried an empty wait and N/16 copies per chunk on top of its share of the math, every
+  // other warp waited for its copies (28% of the stall samples on full[s]), and gate took 504 us
+  // instead of 476 at t=4096. Rows past the block's end come with the copies (zeros past the
+  // matrix, the next expert's rows otherwise): they only feed output columns that are never stored.
+  const std::uint32_t full_bars = from_ring(offsetof(Storage, full));
+  const std::uint32_t empty_bars = from_ring(offsetof(Storage, empty));
+  const bool producer = threadIdx.x == 0;
+  if (producer) {
+#pragma unroll
+    for (int i = 0; i < kWgStages; ++i) {
+      detail::mbar_init(full_bars + 8 * i, 1);
+      detail::mbar_init(empty_bars + 8 * i, 4 * kWarpgroups);
+    }
+    detail::fence_mbarrier_init();
+  }
+  // Per routed row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by
+  // 2^14 is exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
+  const float ts = args.tensor_scale[expert];
+  for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
+    xs_s[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts), 16384.0f) : 0.0f;
+  }
+  __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
+  const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
+  auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
+    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
+    detail::mbar_expect_tx(bar, kN * 128);
+    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
+#pragma unroll
+    for (int r = 0; r < kN; r += 16) {
+      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row_begin + r, bar);
+    }
+  };
+
+  int load_c = 0;  // the routed-row chunk loaded next (they repeat for every row block)
+  if (producer) {
+    for (int s = 0; s < kWgAhead && s < total; ++s) {
+      load_b(s, load_c);
+      if (++load_c == chunks) load_c = 0;
+    }
+  }
+  // Every warp tracks the chunk loaded next: after the first ones (thread 0), the warps take turns
+  // to issue the copies (chunk gc + kWgAhead by warp gc % warps).
+  load_c = kWgAhead % chunks;
+
+  int gc = 0;
+  for (int item = 0; item < items; ++item) {
+    for (int c = 0; c < chunks; ++c, ++gc) {
+      const int s = RingOrder<kWgStages>::stage(gc);
+      const bool issuer = lane == 0 && warp == gc % (4 * kWarpgroups);
+      if (issuer && gc + kWgAhead < total) {
+        const int refill = RingOrder<kWgStages>::stage(gc + kWgAhead);
+        if (gc + kWgAhead >= kWgStages) {
+          // The stage's previous use, kWgStages chunks back, must have been drained.
+          detail::mbar_wait(empty_bars + 8 * refill, RingOrder<kWgStages>::phase(gc + kWgAhead - kWgStages));
+        }
+        load_b(refill, load_c);
+      }
+      if (++load_c == chunks) load_c = 0;
+      detail::mbar_wait(full_bars + 8 * s, RingOrder<kWgStages>::phase(gc));
+      // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
+      // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
+      const bool release_previous = gc > 0;
+      const std::uint32_t previous_empty = empty_bars + 8 * ((gc + kWgStages - 1) % kWgStages);
+      if (group_active) {
+        const int s8 = gc % kPipeRound;
+        const Fragment f = weights.get(gc, s8, lane);
+        const std::uint32_t stage = b_base + static_cast<std::uint32_t>(s * kWgStageBytes);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          std::uint32_t a[4];
+          detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+          detail::wgmma_fence();
+          detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128(stage + static_cast<std::uint32_t>(kk * 32)));
+          detail::wgmma_commit();
+          detail::wgmma_wait<kWgPending>();
+          if (kk == kWgPending - 1 && release_previous && lane == 0) detail::mbar_arrive(previous_empty);
+        }
+        weights.release(gc, s8, chunks, total, lane);
+      } else if (release_previous && lane == 0) {
+        detail::mbar_arrive(previous_empty);
+      }
+    }
+    if (item + 1 == items) break;
+    // A row block before the last: its outputs straight from registers (the next row block's
+    // weights and routed rows are already on their way).
+    detail::wgmma_wait<0>();
+    {
+      // One running address (the compiler would otherwise keep every store's address live).
+      float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows +
+                   (tile0 + item * 4 * kWarpgroups) * 16 + g;
+      const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int n = j * 8 + 2 * t + c;
+          const float scale = xs_s[n];
+          detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+          out += c == 0 ? step : 7 * step;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+  }
+  detail::wgmma_wait<0>();
+
+  // The last row block: staged in shared memory as [routed row][out row] (the pad per row makes
+  // the fragment writes hit distinct banks), then 16-byte stores, each warp a whole 1 KB row.
+  constexpr int kStride = kRows + 4;
+  __syncthreads();  // every warp is done with the ring, the weight stages and their barriers
+  if (threadIdx.x < 2 * kWgStages) detail::mbar_inval(full_bars + 8 * threadIdx.x);  // full, then empty
+  if (kV2 && lane < kPipeStages) weights.inval(lane, weight_chunks);
+  __syncthreads();  // the barriers are retired before their memory takes outputs
+  const int row_block = row_block0 + items - 1;
+  const int tile = tile0 + (items - 1) * 4 * kWarpgroups;
+  float* staged = &reinterpret_cast<WgStagedOutputs<kWarpgroups>*>(smem)->out[0][0];
+  if (tile < args.out_rows / 16) {
+    const int ol = warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int n = j * 8 + 2 * t + c;
+        const float scale = xs_s[n];
+        float* out = staged + n * kStride + ol;
+        out[0] = __fmul_rn(scale, acc[4 * j + c]);
+        out[8] = __fmul_rn(scale, acc[4 * j + 2 + c]);
+      }
+    }
+  }
+  __syncthreads();
+  const int cols = min(kRows, args.out_rows - row_block * kRows);
+  float* y0 = args.y + static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
+#pragma unroll
+    for (int h = 0; h < kRows / 128; ++h) {
+      const int col = h * 128 + lane * 4;
+      if (col < cols) {
+        const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
+        *reinterpret_cast<float4*>(y0 + static_cast<std::int64_t>(n) * args.out_rows + col) = v;
+      }
+    }
+  }
+}
+
+template <bool kV2, int kWarpgroups, int kMinBlocks>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
+  extern __shared__ __align__(1024) std::uint8_t wg_smem[];
+  const BlockWork w = block_work(args);
+  const int expert = w.expert;
+  const int row_block = w.row_block;
+  const int items = w.items;
+  const int begin = w.begin;
+  const int rows = w.rows;
+  switch ((rows + 15) / 16) {
+    case 1: return wgmma_block<kV2, kWarpgroups, 16>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 2: return wgmma_block<kV2, kWarpgroups, 32>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 3: return wgmma_block<kV2, kWarpgroups, 48>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 4: return wgmma_block<kV2, kWarpgroups, 64>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 5: return wgmma_block<kV2, kWarpgroups, 80>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 6: return wgmma_block<kV2, kWarpgroups, 96>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 7: return wgmma_block<kV2, kWarpgroups, 112>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 8: return wgmma_block<kV2, kWarpgroups, 128>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 9: return wgmma_block<kV2, kWarpgroups, 144>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    case 10: return wgmma_block<kV2, kWarpgroups, 160>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
+    default: __trap();
+  }
+}
+
+// The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernel's
+// copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row.
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                              const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // The driver's entry point, found once (the project does not link libcuda itself).
+  static const Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    detail::check_call(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found),
+                       "grouped_gemm: cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw std::runtime_error("grouped_gemm: the driver has no cuTensorMapEncodeTiled (tensor copies need CUDA 12 or later)");
+    }
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
+  const cuuint32_t box[2] = {kChunkElems, 16};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult status = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides,
+                                 box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS) {
+    throw std::runtime_error("grouped_gemm: cuTensorMapEncodeTiled failed (" + std::to_string(static_cast<int>(status)) +
+                             ") for " + std::to_string(rows) + " x " + std::to_string(cols) + " routed rows");
+  }
+  return map;
+}
+
+template <bool kV2, int kTile>
+void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
+  constexpr TileSpec spec = kTiles[kTile];
+  static_assert(spec.wgmma);
+#ifdef TPGRAPH_NO_WGMMA
+  throw std::invalid_argument("grouped_gemm: tile " + std::to_string(kTile) +
+                              " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
+#endif
+  auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.min_blocks>;
+  constexpr int smem = wgmma_smem_bytes<kV2, spec.warpgroups>();
+  detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
+  const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
+  kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args, map);
+  detail::check_launch("grouped_gemm");
+}
+
+template <bool kV2>
+void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, cudaStream_t stream) {
+  switch (tile) {
+    case 3: return launch_tile<kV2, 3>(args, rows, grid, stream);
+    case 4: return launch_tile<kV2, 4>(args, rows, grid, stream);
+    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " is not a wgmma tile");
+  }
+}
+
+}  // namespace
+
+void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
+  if (v2) {
+    launch_layout<true>(args, routed_rows, tile, grid, stream);
+  } else {
+    launch_layout<false>(args, routed_rows, tile, grid, stream);
+  }
+}
+
+}  // namespace tpgraph::kernels::gemm

@@ -1,0 +1,340 @@
+// The injection library on a real GPU: the example program, which knows nothing of tpgraph, is run
+// under CUDA_INJECTION64_PATH and its record file is read back with the reader `trace` uses.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "core/records.hpp"
+#include "core/trace_file.hpp"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using tpgraph::ActivityKind;
+using tpgraph::tracefile::ProcessFile;
+using tpgraph::tracefile::TracedGraph;
+
+namespace {
+
+constexpr int kReplays = 50;
+
+// A fresh folder for one traced run, removed afterwards.
+class TraceDir {
+ public:
+  TraceDir() {
+    std::string pattern = (fs::temp_directory_path() / "tpgraph-trace-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TraceDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TraceDir(const TraceDir&) = delete;
+  TraceDir& operator=(const TraceDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+  // The record files the run left.
+  [[nodiscard]] std::vector<fs::path> files() const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(path_ / "procs", ec))
+      if (entry.path().extension() == ".tpgt") out.push_back(entry.path());
+    return out;
+  }
+
+ private:
+  fs::path path_;
+};
+
+// Starts argv[0] (a path, or a name looked up on PATH) with the injection library; returns its pid.
+pid_t spawn_traced(const TraceDir& dir, std::vector<std::string> argv_text) {
+  std::vector<std::string> env_text = {std::string("CUDA_INJECTION64_PATH=") + TPGRAPH_INJECT_LIBRARY,
+                                       "TPGRAPH_TRACE_DIR=" + dir.path().string()};
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!entry.starts_with("CUDA_INJECTION64_PATH=") && !entry.starts_with("TPGRAPH_TRACE_DIR="))
+      env_text.emplace_back(entry);
+  }
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  for (auto& e : env_text) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) == 0);
+  return pid;
+}
+
+pid_t spawn_example(const TraceDir& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {TPGRAPH_EXAMPLE_GRAPH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn_traced(dir, argv);
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+std::string expected_type(ActivityKind kind) {
+  switch (kind) {
+    case ActivityKind::kernel: return "kernel";
+    case ActivityKind::memcpy:
+    case ActivityKind::memcpy_peer: return "memcpy";
+    case ActivityKind::memset: return "memset";
+  }
+  return "other";
+}
+
+bool have_example() { return std::string(TPGRAPH_EXAMPLE_GRAPH).size() > 0; }
+
+// python3 with a PyTorch that sees a GPU: the PyTorch examples need it.
+bool have_torch() {
+  return std::system("python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' "
+                     ">/dev/null 2>&1") == 0;
+}
+
+// A test that needs what this machine lacks is reported skipped (Catch2 v2 has no SKIP: a warning).
+#if TPGRAPH_CATCH_VERSION == 3
+#define TRACE_SKIP(why) SKIP(why)
+#else
+#define TRACE_SKIP(why) \
+  do {                  \
+    WARN(why);          \
+    return;             \
+  } while (0)
+#endif
+
+// Every graph record resolves through its graph's clones, and each launch (one correlation id) has
+// one record per node of the graph; returns the number of launches seen in the records.
+std::size_t check_graph_records(const ProcessFile& f) {
+  std::unordered_map<std::uint64_t, std::pair<const TracedGraph*, int>> node_of_clone;
+  for (const auto& g : f.graphs)
+    for (const auto& [clone, node] : g.clones) node_of_clone[clone] = {&g, node};
+  std::map<std::uint32_t, std::vector<std::pair<const TracedGraph*, int>>> by_launch;
+  for (const auto& r : f.records) {
+    if (r.graph_node_id == 0) continue;
+    const auto it = node_of_clone.find(r.graph_node_id);
+    REQUIRE(it != node_of_clone.end());
+    CHECK(it->second.first->nodes[static_cast<std::size_t>(it->second.second)].type == expected_type(r.kind));
+    by_launch[r.correlation_id].push_back(it->second);
+  }
+  for (const auto& [correlation, nodes] : by_launch) {
+    const TracedGraph* g = nodes.front().first;
+    std::size_t timed_nodes = 0;
+    for (const auto& n : g->nodes) timed_nodes += n.type == "kernel" || n.type == "memcpy" || n.type == "memset";
+    std::set<int> distinct;
+    for (const auto& [graph, node] : nodes) {
+      CHECK(graph == g);
+      distinct.insert(node);
+    }
+    CHECK(nodes.size() == timed_nodes);
+    CHECK(distinct.size() == timed_nodes);
+  }
+  return by_launch.size();
+}
+
+int node_index(const TracedGraph& g, const std::string& type, const std::string& name_part = "") {
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].type == type && g.nodes[i].name.find(name_part) != std::string::npos) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("trace: the example's graph, records and launches come back complete", "[gpu][trace]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const TraceDir dir;
+  const int status = wait_exit(spawn_example(dir, {"--replays", std::to_string(kReplays), "--kernel-us", "20"}));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  INFO("notes: " << f.notes.size() << (f.notes.empty() ? "" : " first: " + f.notes[0]));
+
+  CHECK(f.has_meta);
+  CHECK(f.pid > 0);
+  CHECK(f.cupti_version > 0);
+  CHECK(f.started_ns > 0);
+  CHECK(f.complete);
+  CHECK(f.truncation.empty());
+  CHECK(f.notes.empty());
+  CHECK(f.dropped == 0);
+  CHECK(f.footer_records == f.records.size());
+  REQUIRE(f.devices.size() == 1);
+  CHECK(f.devices[0].uuid.starts_with("GPU-"));
+  CHECK_FALSE(f.devices[0].name.empty());
+
+  // The topology: 4 kernels, a memcpy and a memset, joined as the example builds them.
+  REQUIRE(f.graphs.size() == 1);
+  const TracedGraph& g = f.graphs[0];
+  CHECK(g.exec == 1);
+  REQUIRE(g.nodes.size() == 6);
+  const int memset = node_index(g, "memset");
+  const int memcpy = node_index(g, "memcpy");
+  const int a = node_index(g, "kernel", "spin_a");
+  const int b = node_index(g, "kernel", "spin_b");
+  const int c = node_index(g, "kernel", "spin_c");
+  const int d = node_index(g, "kernel", "spin_d");
+  for (const int i : {memset, memcpy, a, b, c, d}) REQUIRE(i >= 0);
+  CHECK(g.nodes[static_cast<std::size_t>(memcpy)].bytes == std::int64_t{1} << 24);
+  CHECK(g.nodes[static_cast<std::size_t>(memset)].bytes == std::int64_t{1} << 24);
+  const std::set<std::pair<int, int>> edges(g.edges.begin(), g.edges.end());
+  const std::set<std::pair<int, int>> expected = {{memset, a}, {memset, memcpy}, {a, b}, {memcpy, c}, {b, d}, {c, d}};
+  CHECK(edges == expected);
+
+  // Records: every graph record resolves through the clones to a node of its own kind, and each
+  // launch (one correlation id) has one record per node.
+  std::unordered_map<std::uint64_t, int> node_of_clone(g.clones.begin(), g.clones.end());
+  std::map<std::uint32_t, std::vector<const tpgraph::ActivityRecord*>> by_launch;
+  for (const auto& r : f.records) {
+    if (r.graph_node_id == 0) continue;
+    const auto it = node_of_clone.find(r.graph_node_id);
+    REQUIRE(it != node_of_clone.end());
+    CHECK(g.nodes[static_cast<std::size_t>(it->second)].type == expected_type(r.kind));
+    CHECK(r.start_ns > 0);
+    CHECK(r.end_ns >= r.start_ns);
+    by_launch[r.correlation_id].push_back(&r);
+  }
+  CHECK(by_launch.size() == kReplays);
+  for (const auto& [correlation, records] : by_launch) {
+    std::set<int> nodes;
+    for (const auto* r : records) nodes.insert(node_of_clone.at(r->graph_node_id));
+    CHECK(records.size() == g.nodes.size());
+    CHECK(nodes.size() == g.nodes.size());
+  }
+
+  // Launches: one per replay, carrying the id their records carry, issued before they ran.
+  CHECK(f.launches.size() == kReplays);
+  std::set<std::uint32_t> launch_ids;
+  for (const auto& l : f.launches) {
+    launch_ids.insert(l.correlation_id);
+    CHECK(l.exec == g.exec);
+    CHECK(l.host_start_ns <= l.host_end_ns);
+    const auto it = by_launch.find(l.correlation_id);
+    REQUIRE(it != by_launch.end());
+    std::uint64_t first = UINT64_MAX;
+    for (const auto* r : it->second) first = std::min(first, r->start_ns);
+    CHECK(l.host_start_ns <= first);
+  }
+  CHECK(launch_ids.size() == f.launches.size());
+}
+
+TEST_CASE("trace: a process killed mid-run keeps what was recorded and reads as cut short", "[gpu][trace]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const TraceDir dir;
+  // About 100 us per replay: a minute of work, killed once records have reached the file.
+  const pid_t pid = spawn_example(dir, {"--replays", "600000", "--kernel-us", "20"});
+  bool records_on_disk = false;
+  for (int i = 0; i < 200 && !records_on_disk; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto files = dir.files();
+    if (files.size() == 1) {
+      std::error_code ec;
+      records_on_disk = fs::file_size(files[0], ec) > 64 * 1024;
+    }
+  }
+  ::kill(pid, SIGKILL);
+  const int status = wait_exit(pid);
+  REQUIRE(records_on_disk);
+  CHECK(WIFSIGNALED(status));
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  CHECK(f.has_meta);
+  CHECK_FALSE(f.complete);
+  CHECK_FALSE(f.truncation.empty());
+  CHECK(f.records.size() > 100);
+  REQUIRE(f.graphs.size() == 1);
+  std::unordered_map<std::uint64_t, int> node_of_clone(f.graphs[0].clones.begin(), f.graphs[0].clones.end());
+  std::size_t unresolved = 0;
+  for (const auto& r : f.records)
+    if (r.graph_node_id != 0 && node_of_clone.count(r.graph_node_id) == 0) ++unresolved;
+  CHECK(unresolved == 0);
+}
+
+TEST_CASE("trace: without TPGRAPH_TRACE_DIR the library records nothing and the program runs", "[gpu][trace]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const std::string command = std::string("env -u TPGRAPH_TRACE_DIR CUDA_INJECTION64_PATH=") + TPGRAPH_INJECT_LIBRARY +
+                              " " + TPGRAPH_EXAMPLE_GRAPH + " --replays 3 --kernel-us 1 > /dev/null";
+  CHECK(std::system(command.c_str()) == 0);
+}
+
+TEST_CASE("trace: a fork after CUDA initialisation leaves the parent's file whole", "[gpu][trace]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const TraceDir dir;
+  const int status = wait_exit(spawn_example(dir, {"--replays", "10", "--kernel-us", "5", "--fork"}));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);  // the child, which never initialised CUDA itself, wrote none
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  CHECK(f.complete);
+  CHECK(f.notes.empty());  // no second footer, no chunk after the footer
+  CHECK(f.launches.size() == 11);
+  CHECK(check_graph_records(f) == 11);
+}
+
+TEST_CASE("trace: PyTorch's two-stream graph replays resolve to its captured nodes", "[gpu][trace][torch]") {
+  if (!have_torch()) TRACE_SKIP("python3 with a CUDA PyTorch is not available");
+  const TraceDir dir;
+  const std::string script = std::string(TPGRAPH_SOURCE_DIR) + "/examples/torch_two_stream.py";
+  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "20", "--size", "2048"}));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  CHECK(f.complete);
+  CHECK(f.dropped == 0);
+  REQUIRE(f.graphs.size() == 1);
+  const TracedGraph& g = f.graphs[0];
+  // Two GEMMs on the main stream, a GEMM and a ReLU on the side stream, joined by the add.
+  CHECK(g.nodes.size() == 5);
+  CHECK(g.edges.size() == 4);
+  CHECK(check_graph_records(f) == 21);  // the warm-up replay and the timed ones
+  CHECK(f.launches.size() == 21);
+}
+
+TEST_CASE("trace: two processes on one GPU share one time base", "[gpu][trace][torch]") {
+  if (!have_torch()) TRACE_SKIP("python3 with a CUDA PyTorch is not available");
+  const TraceDir dir;
+  const std::string script = std::string(TPGRAPH_SOURCE_DIR) + "/examples/torch_two_procs.py";
+  const int status = wait_exit(spawn_traced(dir, {"python3", script, "--replays", "50", "--size", "2048"}));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::vector<ProcessFile> with_work;
+  for (const auto& path : dir.files()) {
+    ProcessFile f = tpgraph::tracefile::read_process_file(path.string());
+    CHECK(f.complete);
+    if (!f.records.empty()) with_work.push_back(std::move(f));
+  }
+  REQUIRE(with_work.size() == 2);
+  CHECK(with_work[0].pid != with_work[1].pid);
+  // Both processes synchronised and met at a barrier before exiting: the host time each footer
+  // took afterwards is later than every kernel end of both processes.
+  std::uint64_t last_end = 0;
+  for (const auto& f : with_work) {
+    CHECK(check_graph_records(f) == 51);
+    for (const auto& r : f.records) last_end = std::max(last_end, r.end_ns);
+  }
+  for (const auto& f : with_work) CHECK(f.end_ns > last_end);
+}

@@ -1,0 +1,367 @@
+// The trace side, without a GPU: the per-process record file (writer helpers and reader), the record
+// join, and the merge of several processes into the model the timeline analysis reads.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "core/error.hpp"
+#include "core/record_join.hpp"
+#include "core/timeline.hpp"
+#include "core/trace_file.hpp"
+#include "core/traced_run.hpp"
+
+using namespace tpgraph;
+using namespace tpgraph::tracefile;
+using nlohmann::json;
+
+namespace {
+
+// A synthetic process: one graph "k1 -> {k2, memcpy} -> k3" (a fork and a join inside the graph)
+// instantiated once, launched `launches` times; every launch's records start at `t0 + i * period`.
+struct FakeProcess {
+  std::string host = "node1";
+  std::string boot_id = "boot-a";
+  std::int64_t pid = 100;
+  std::optional<int> rank;
+  std::string uuid = "GPU-aaaa";
+  int launches = 3;
+  std::uint64_t t0 = 1'700'000'000'000'000'000ull;
+  std::uint64_t period = 100'000;  // 100 µs
+  std::uint64_t shift = 0;         // added to every timestamp (another host's clock)
+  std::string k2_name = "void k2<float>(int)";
+  bool footer = true;
+  bool reverse_records = false;  // deliver the records chunks in reverse order
+  std::uint64_t node_id_base = 1000;
+
+  [[nodiscard]] std::string bytes() const {
+    std::string out = file_header();
+    json meta{{"host", host}, {"boot_id", boot_id}, {"pid", pid}, {"ppid", 1}, {"exe", "/bin/fake"},
+              {"cupti_version", 130001}, {"started_ns", t0 - 1000}};
+    meta["env"] = json::object();
+    if (rank) meta["env"]["RANK"] = std::to_string(*rank);
+    out += chunk(ChunkType::meta, meta.dump());
+    out += chunk(ChunkType::device, json{{"ordinal", 0}, {"name", "NVIDIA H200"}, {"uuid", uuid}}.dump());
+    out += name_chunk(1, "void k1(float*)");
+    out += name_chunk(2, k2_name);
+    out += name_chunk(3, "ns::k3(int)");
+    // Captured node ids base+0..3; instantiated (clone) ids base+100..103.
+    json nodes = json::array();
+    nodes.push_back({{"id", node_id_base + 0}, {"type", "kernel"}, {"name", "void k1(float*)"}});
+    nodes.push_back({{"id", node_id_base + 1}, {"type", "kernel"}, {"name", k2_name}});
+    nodes.push_back({{"id", node_id_base + 2}, {"type", "memcpy"}, {"name", "memcpy DtoD"}, {"bytes", 4096}});
+    nodes.push_back({{"id", node_id_base + 3}, {"type", "kernel"}, {"name", "ns::k3(int)"}});
+    json graph{{"exec", 1},
+               {"graph_id", 7},
+               {"nodes", nodes},
+               {"edges", json::array({json::array({0, 1}), json::array({0, 2}), json::array({1, 3}),
+                                      json::array({2, 3})})},
+               {"clones", json::array({json::array({node_id_base + 100, 0}), json::array({node_id_base + 101, 1}),
+                                       json::array({node_id_base + 102, 2}), json::array({node_id_base + 103, 3})})}};
+    out += chunk(ChunkType::graph, graph.dump());
+    std::vector<std::string> record_chunks;
+    std::vector<WireLaunch> launches_out;
+    for (int i = 0; i < launches; ++i) {
+      const std::uint64_t b = t0 + shift + static_cast<std::uint64_t>(i) * period;
+      const auto corr = static_cast<std::uint32_t>(10 + 5 * i);
+      std::vector<WireRecord> rs;
+      const auto rec = [&](std::uint8_t kind, std::uint64_t s, std::uint64_t e, std::uint64_t node, std::uint32_t name) {
+        WireRecord w;
+        w.kind = kind;
+        w.start_ns = s;
+        w.end_ns = e;
+        w.correlation_id = corr;
+        w.graph_id = 8;
+        w.graph_node_id = node;
+        w.name_id = name;
+        w.stream_id = 7;
+        rs.push_back(w);
+      };
+      rec(0, b + 0, b + 10'000, node_id_base + 100, 1);          // k1: 0-10 µs
+      rec(0, b + 12'000, b + 30'000, node_id_base + 101, 2);     // k2: 12-30
+      rec(1, b + 11'000, b + 15'000, node_id_base + 102, 0);     // memcpy: 11-15
+      rec(0, b + 31'000, b + 40'000, node_id_base + 103, 3);     // k3: 31-40
+      record_chunks.push_back(records_chunk(rs));
+      launches_out.push_back(WireLaunch{corr, 1, b - 5'000, b - 2'000, 0, 0});
+    }
+    // Eager work: one kernel outside any graph.
+    WireRecord eager;
+    eager.kind = 0;
+    eager.start_ns = t0 + shift - 50'000;
+    eager.end_ns = t0 + shift - 40'000;
+    eager.correlation_id = 3;
+    eager.name_id = 1;
+    record_chunks.push_back(records_chunk({eager}));
+    if (reverse_records) std::reverse(record_chunks.begin(), record_chunks.end());
+    for (const auto& c : record_chunks) out += c;
+    out += launches_chunk(launches_out);
+    if (footer)
+      out += chunk(ChunkType::footer,
+                   json{{"records", 4 * launches + 1}, {"dropped", 0}, {"end_ns", t0 + 10'000'000}}.dump());
+    return out;
+  }
+
+  [[nodiscard]] ProcessFile parsed(const std::string& name = "p.tpgt") const { return parse_process_file(bytes(), name); }
+};
+
+const Node* node_by_label(const LayerGraph& g, std::string_view label) { return g.find(label); }
+
+}  // namespace
+
+TEST_CASE("trace file: a complete file reads back every chunk", "[trace]") {
+  FakeProcess fp;
+  fp.rank = 3;
+  const ProcessFile f = fp.parsed();
+  CHECK(f.complete);
+  CHECK(f.truncation.empty());
+  CHECK(f.host == "node1");
+  CHECK(f.pid == 100);
+  REQUIRE(f.rank);
+  CHECK(*f.rank == 3);
+  CHECK(f.cupti_version == 130001);
+  REQUIRE(f.devices.size() == 1);
+  CHECK(f.devices[0].uuid == "GPU-aaaa");
+  REQUIRE(f.graphs.size() == 1);
+  CHECK(f.graphs[0].nodes.size() == 4);
+  CHECK(f.graphs[0].edges.size() == 4);
+  CHECK(f.graphs[0].clones.size() == 4);
+  CHECK(f.records.size() == 13);
+  CHECK(f.launches.size() == 3);
+  // Graph records take their names from the graph's nodes; the eager kernel keeps its own.
+  CHECK(f.records.back().name == "void k1(float*)");
+  CHECK(f.records.front().name.empty());
+}
+
+TEST_CASE("trace file: a file cut anywhere keeps every complete chunk and says it is truncated", "[trace]") {
+  const std::string full = FakeProcess{}.bytes();
+  std::size_t previous_records = 0;
+  for (std::size_t cut = 12; cut < full.size(); cut += 7) {
+    const ProcessFile f = parse_process_file(std::string_view(full).substr(0, cut), "cut.tpgt");
+    CHECK_FALSE(f.complete);
+    CHECK_FALSE(f.truncation.empty());
+    CHECK(f.records.size() >= previous_records);  // never fewer records from a longer prefix
+    previous_records = f.records.size();
+  }
+  CHECK(previous_records >= 12);
+}
+
+TEST_CASE("trace file: wrong magic or version is refused with the file's name", "[trace]") {
+  CHECK_THROWS_AS(parse_process_file("NOTATRACE...", "x.tpgt"), InputError);
+  std::string bad = FakeProcess{}.bytes();
+  bad[8] = 9;  // version 9
+  try {
+    (void)parse_process_file(bad, "v9.tpgt");
+    FAIL("accepted version 9");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("v9.tpgt") != std::string::npos);
+    CHECK(std::string(e.what()).find("version") != std::string::npos);
+  }
+}
+
+TEST_CASE("trace file: hostile chunks are bounded and skipped, never trusted", "[trace]") {
+  std::string s = file_header();
+  // Nested 100k deep: refused by the depth limit, no recursion blow-up.
+  s += chunk(ChunkType::meta, std::string(100000, '[') + std::string(100000, ']'));
+  // A graph whose edges and clones name nodes that do not exist.
+  s += chunk(ChunkType::graph,
+             R"({"exec":1,"nodes":[{"id":5,"type":"kernel","name":"k"}],"edges":[[0,7],[-1,0],[0,0]],"clones":[[9,3]]})");
+  // A graph without an exec number.
+  s += chunk(ChunkType::graph, R"({"nodes":[]})");
+  // A chunk that claims 4 GB.
+  s += std::string("\x05\x00\x00\x00\xff\xff\xff\xff", 8);
+  const ProcessFile f = parse_process_file(s, "hostile.tpgt");
+  CHECK_FALSE(f.has_meta);
+  REQUIRE(f.graphs.size() == 1);
+  CHECK(f.graphs[0].edges.empty());
+  CHECK(f.graphs[0].clones.empty());
+  CHECK_FALSE(f.complete);
+  CHECK(f.truncation.find("more than") != std::string::npos);
+  CHECK(f.notes.size() >= 3);
+}
+
+TEST_CASE("record join: clone chains resolve, cycles and strangers do not", "[trace]") {
+  NodeResolver r;
+  r.map_node(1, 7);
+  r.add_clone(2, 1);
+  r.add_clone(3, 2);
+  r.add_clone(10, 11);
+  r.add_clone(11, 10);  // a cycle: bounded, unresolved
+  CHECK(r.resolve(1) == 7);
+  CHECK(r.resolve(3) == 7);
+  CHECK(r.resolve(10) == -1);
+  CHECK(r.resolve(99) == -1);
+
+  std::vector<ActivityRecord> records(4);
+  records[0].graph_node_id = 3;  // graph work
+  records[0].correlation_id = 50;
+  records[0].start_ns = 1;
+  records[0].end_ns = 2;
+  records[1].correlation_id = 51;  // eager work, node-tagged
+  records[1].start_ns = 1;
+  records[1].end_ns = 2;
+  records[2].graph_node_id = 99;  // unknown node
+  records[2].start_ns = 1;
+  records[2].end_ns = 2;
+  records[3].correlation_id = 52;  // no tag, no timestamp
+  CorrelationTags tags;
+  tags.replay[50] = 4;
+  tags.replay[51] = -2;  // a warm-up
+  tags.node[51] = 5;
+  CollectionHealth h;
+  join_records(records, r, tags, h);
+  CHECK(records[0].node == 7);
+  CHECK(records[0].replay == 4);
+  CHECK(records[1].node == 5);
+  CHECK(records[1].replay == -2);
+  CHECK(records[2].node == -1);
+  CHECK(records[3].node == -1);
+  CHECK(h.unmatched == 2);
+  CHECK(h.no_timestamp == 1);
+}
+
+TEST_CASE("short kernel names drop return type, namespaces, templates and parameters", "[trace]") {
+  CHECK(short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::X<float>>(int, float*)") ==
+        "vectorized_elementwise_kernel");
+  CHECK(short_kernel_name("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096>)") ==
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+  CHECK(short_kernel_name("k3") == "k3");
+  CHECK(short_kernel_name("") == "kernel");
+  CHECK(short_kernel_name("void (anonymous namespace)::f<(operator)1>(x)") == "f");
+}
+
+TEST_CASE("merge: one process becomes one rank, replays by launch, the analysis reads it", "[trace]") {
+  TracedRun t = merge_traces({FakeProcess{}.parsed()}, {});
+  REQUIRE(t.run.variants.size() == 1);
+  const VariantRun& v = t.run.variants[0];
+  CHECK(v.graph.ranks == 1);
+  CHECK(v.graph.nodes.size() == 4);
+  CHECK(v.graph.edges.size() == 4);
+  CHECK(v.scenario.replays == 3);
+  CHECK(v.records.size() == 12);  // the eager kernel is not a graph record
+  REQUIRE(node_by_label(v.graph, "r0.k2") != nullptr);
+  CHECK(node_by_label(v.graph, "r0.k2")->name == "void k2<float>(int)");
+  CHECK(node_by_label(v.graph, "r0.memcpy_DtoD") == nullptr);
+  CHECK(v.host_launch_us.size() == 3);
+  CHECK(v.host_launch_us[0] == Approx(3.0));
+  REQUIRE(t.processes.size() == 1);
+  CHECK(t.processes[0].eager_records == 1);
+  CHECK(t.processes[0].graph_records == 12);
+  CHECK(t.processes[0].unmatched == 0);
+
+  const VariantTimeline a = analyze_variant(v);
+  CHECK(a.health.clean());
+  CHECK(a.verdict == Verdict::single_rank);
+  // k3 joins k2 (ends 30) and the copy (ends 15): ready at 30, starts at 31: waited 1 µs on k2.
+  const Node* k3 = node_by_label(v.graph, "r0.k3");
+  REQUIRE(k3 != nullptr);
+  for (const auto& replay : a.timings) {
+    const NodeTiming& t3 = replay[static_cast<std::size_t>(k3->id)];
+    REQUIRE(t3.recorded);
+    CHECK(t3.wait_us == Approx(1.0));
+    CHECK(t3.ready_from == node_by_label(v.graph, "r0.k2")->id);
+    for (const auto& n : replay)
+      if (n.recorded) CHECK(n.wait_us >= 0);
+  }
+}
+
+TEST_CASE("merge: two processes on one GPU match by graph and launch ordinal", "[trace]") {
+  FakeProcess a;
+  a.pid = 200;
+  a.rank = 1;
+  FakeProcess b;
+  b.pid = 100;
+  b.rank = 0;
+  b.shift = 5'000;  // rank 0 starts 5 µs later than rank 1
+  b.node_id_base = 5000;
+  b.reverse_records = true;  // buffers out of order
+  TracedRun t = merge_traces({a.parsed("a.tpgt"), b.parsed("b.tpgt")}, {});
+  REQUIRE(t.run.variants.size() == 1);
+  const VariantRun& v = t.run.variants[0];
+  CHECK(v.graph.ranks == 2);
+  CHECK(v.ranks_share_gpu);  // same host, same UUID
+  CHECK(t.run.env.devices.size() == 1);
+  // RANK order: rank 0 is pid 100.
+  CHECK(t.processes[0].pid == 100);
+  const VariantTimeline an = analyze_variant(v);
+  CHECK(an.health.clean());
+  CHECK(an.replay_count == 3);
+  REQUIRE(an.rank_summaries.size() == 2);
+  // r1 (pid 200) started 5 µs before r0: r0's offset is 5 µs, r1's 0.
+  CHECK(an.rank_summaries[0].offset_us.median == Approx(5.0));
+  CHECK(an.rank_summaries[1].offset_us.median == Approx(0.0));
+  CHECK(an.overlap.median > 0.8);
+}
+
+TEST_CASE("merge: different GPUs are not shared; UUIDs decide, not ordinals", "[trace]") {
+  FakeProcess a;
+  a.rank = 0;
+  FakeProcess b;
+  b.rank = 1;
+  b.pid = 101;
+  b.uuid = "GPU-bbbb";  // ordinal 0 in its own process (CUDA_VISIBLE_DEVICES), another GPU
+  TracedRun t = merge_traces({a.parsed(), b.parsed()}, {});
+  REQUIRE(t.run.variants.size() == 1);
+  CHECK_FALSE(t.run.variants[0].ranks_share_gpu);
+  CHECK(t.run.env.devices.size() == 2);
+}
+
+TEST_CASE("merge: graphs of different shapes are separate variants", "[trace]") {
+  FakeProcess a;
+  FakeProcess b;
+  b.pid = 101;
+  b.k2_name = "void other_kernel(int)";
+  TracedRun t = merge_traces({a.parsed(), b.parsed()}, {});
+  CHECK(t.run.variants.size() == 2);
+  for (const auto& v : t.run.variants) CHECK(v.graph.ranks == 1);
+}
+
+TEST_CASE("merge: two hosts are refused unless synced or aligned on collectives", "[trace]") {
+  FakeProcess a;
+  a.rank = 0;
+  a.k2_name = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)";
+  FakeProcess b = a;
+  b.rank = 1;
+  b.pid = 300;
+  b.host = "node2";
+  b.boot_id = "boot-b";
+  b.uuid = "GPU-cccc";
+  b.shift = 2'000'000;  // its clock runs 2 ms ahead
+  CHECK_THROWS_AS(merge_traces({a.parsed(), b.parsed()}, {}), InputError);
+
+  TraceMergeOptions synced;
+  synced.clocks = ClockPolicy::assume_synced;
+  const TracedRun s = merge_traces({a.parsed(), b.parsed()}, synced);
+  REQUIRE(s.run.variants.size() == 1);
+  CHECK(s.clock_text.find("not checked") != std::string::npos);
+
+  TraceMergeOptions align;
+  align.clocks = ClockPolicy::align_collectives;
+  const TracedRun al = merge_traces({a.parsed(), b.parsed()}, align);
+  CHECK(al.processes[1].clock_offset_us == Approx(-2000.0));
+  CHECK(al.clock_text.find("residual 0.00") != std::string::npos);
+  const VariantTimeline an = analyze_variant(al.run.variants[0]);
+  CHECK(an.rank_summaries[1].offset_us.median == Approx(0.0));
+  REQUIRE(al.collectives.size() == 1);
+  CHECK(al.collectives[0].node_index == 1);
+  CHECK(al.collectives[0].arrival_skew_us.size() == 2);
+  CHECK(al.collectives[0].transfer_us == Approx(18.0));
+}
+
+TEST_CASE("merge: a truncated file is analysed and named as truncated", "[trace]") {
+  FakeProcess a;
+  a.footer = false;
+  TracedRun t = merge_traces({a.parsed()}, {});
+  REQUIRE(t.run.variants.size() == 1);
+  CHECK_FALSE(t.processes[0].complete);
+  const auto& notes = t.run.variants[0].notes;
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("truncated") != std::string::npos; }));
+  CHECK(render_trace_summary(t).find("TRUNCATED") != std::string::npos);
+}
+
+TEST_CASE("merge: no files means no CUDA work was seen", "[trace]") {
+  const TracedRun t = merge_traces({}, {});
+  CHECK(t.run.variants.empty());
+  CHECK(render_trace_summary(t).find("no CUDA work was seen") != std::string::npos);
+}
