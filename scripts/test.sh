@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install, build (CI preset: warnings are errors) and run the tests.
+# Install, build (CI preset: warnings are errors) and run the tests; then build the libFuzzer
+# harnesses of the file readers and run each for a minute from its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -7,3 +8,4 @@ export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset ci
 cmake --build --preset ci
 ctest --preset ci
+./scripts/fuzz.sh 60

@@ -1,4 +1,5 @@
-// tpgraph analyze RUN [--out DIR]: every output of a run recomputed from its records.json, no GPU.
+// tpgraph analyze RUN [--out DIR] [--replay N] [--no-trace] [--no-timeline]: every output of a run
+// recomputed from its records.json (or a `tpgraph trace` folder), no GPU.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -22,6 +23,8 @@ struct AnalyzeOptions {
   bool assume_synced = false;
   bool align_collectives = false;
   std::optional<int> replay;
+  bool no_trace = false;
+  bool no_timeline = false;
 };
 
 bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
@@ -53,7 +56,9 @@ void analyze(const AnalyzeOptions& opts) {
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run);
   const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
-  const auto files = write_run_outputs(run, analysis, dir, !same_folder(dir, from));
+  const OutputSelection selection{.trace = !opts.no_trace, .timeline = !opts.no_timeline};
+  // --out gets the records.json that was read, copied byte for byte.
+  const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection, records);
   fmt::print("{}\n", render_terminal_table(run, analysis));
   fmt::print("{}wrote {} files to {}\n", detail, files.size(), dir.string());
 }
@@ -65,7 +70,10 @@ void add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
   cmd->add_option("RUN", opts->run, "a run folder (written by 'tpgraph run') or its records.json")->required();
-  cmd->add_option("--out", opts->out, "write the outputs into this folder (default: the run's own folder)");
+  cmd->add_option("--out", opts->out,
+                  "write the outputs into this new or empty folder (default: the run's own folder)");
+  cmd->add_flag("--no-trace", opts->no_trace, "do not write <variant>/trace.json (the largest output)");
+  cmd->add_flag("--no-timeline", opts->no_timeline, "do not write <variant>/timeline.svg");
   cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "a trace from several hosts: align their clocks on matched collective ends");

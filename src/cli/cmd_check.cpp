@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -192,12 +193,21 @@ void run_check(const CheckArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   if (args.sample < 2) throw InputError(fmt::format("--sample {}: needs >= 2", args.sample));
   if (args.repeats < 2) throw InputError(fmt::format("--repeats {}: needs >= 2", args.repeats));
+  // Every rank's weights and the routing are built on the host before the GPU is touched: a
+  // geometry whose host side cannot fit is refused here, not by bad_alloc after minutes of work.
+  check_host_memory_fits(host_memory_for_check(s.geometry), available_host_memory(), "tpgraph check");
   cuda::require_device("tpgraph check runs the kernels and needs");
   const int visible = cuda::visible_device_count();
   const std::vector<int> devices = cuda::rank_devices(s, visible);
   cuda::enable_peer_access(devices);
   const Geometry& g = s.geometry;
   const auto device_list = cuda::query_devices();
+  {
+    // Each rank's resident buffers on its GPU (check stages no partials and allocates no pool).
+    std::map<int, std::int64_t> needed;
+    for (int r = 0; r < g.ranks; ++r) needed[devices[static_cast<std::size_t>(r)]] += memory_per_rank(g).total();
+    cuda::check_memory({needed.begin(), needed.end()});
+  }
 
   std::string head;
   fmt::format_to(std::back_inserter(head),

@@ -31,11 +31,11 @@ void run_dot(const DotArgs& args) {
     write_captured_dot(s, args.output);
     return;
   }
-  const Routing routing = build_routing(s.geometry);
-  const LayerGraph graph = build_layer_graph(s, routing, assumed_visible_devices(s));
+  const ExpertCounts counts = count_expert_rows(s.geometry);
+  const LayerGraph graph = build_layer_graph(s, counts.n_pairs, counts.n_active(), assumed_visible_devices(s));
   const std::string text = layer_graph_dot(graph, s);
   if (args.output.empty() || args.output == "-") {
-    std::fputs(text.c_str(), stdout);
+    (void)std::fwrite(text.data(), 1, text.size(), stdout);  // all of it, NULs too
   } else {
     write_file_atomically(args.output, text);  // never a half-written FILE
   }

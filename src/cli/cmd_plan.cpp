@@ -139,7 +139,7 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
     }
   }
   out += "\n";
-  std::fputs(out.c_str(), stdout);
+  (void)std::fwrite(out.data(), 1, out.size(), stdout);  // all of it, NULs too
 }
 
 void print_json(const Scenario& s, int visible, const RoutingStats& rs, const LayerGraph& graph) {
@@ -188,15 +188,15 @@ void print_json(const Scenario& s, int visible, const RoutingStats& rs, const La
                 {"end_joins", graph.end_joins.size()},
                 {"ranks", ranks}};
   const auto text = j.dump(2) + "\n";
-  std::fputs(text.c_str(), stdout);
+  (void)std::fwrite(text.data(), 1, text.size(), stdout);  // all of it, NULs too
 }
 
 void run_plan(const PlanArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   const int visible = assumed_visible_devices(s);
-  const Routing routing = build_routing(s.geometry);
-  const RoutingStats rs = routing_stats(routing);
-  const LayerGraph graph = build_layer_graph(s, routing, visible);
+  const ExpertCounts counts = count_expert_rows(s.geometry);
+  const RoutingStats rs = routing_stats(counts);
+  const LayerGraph graph = build_layer_graph(s, counts.n_pairs, counts.n_active(), visible);
   if (args.json) print_json(s, visible, rs, graph);
   else print_text(s, visible, rs, graph);
 }

@@ -6,10 +6,10 @@
 //   run / info          capture, replay, CUPTI timeline and its outputs (src/cuda, src/cupti)
 //   analyze             recompute a run's outputs from its raw records, no GPU
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
-
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
 namespace {
@@ -41,10 +42,47 @@ void tune_allocator_for_records(int argc, char** argv) {
   ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
 }
 
+// One line on stderr. Never throws: with stderr closed the message is lost, the exit code is not.
+int fail(int code, std::string_view prefix, std::string_view what) {
+  std::string line = "tpgraph: ";
+  line += prefix;
+  line += what;
+  line += '\n';
+  (void)std::fwrite(line.data(), 1, line.size(), stderr);
+  return code;
+}
+
+// Output that did not reach stdout (closed, /dev/full, a full disk) is a failure, not a success.
+int check_stdout(int code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    const int err = errno;
+    return fail(code == 0 ? 1 : code, "cannot write to standard output: ",
+                err != 0 ? std::strerror(err) : "write error");
+  }
+  return code;
+}
+
+// A standard descriptor the caller closed would be reused by the next file opened, and stdout's
+// text would land in an output file. Hold each closed one with /dev/null opened read-only: nothing
+// lands anywhere, and a write to stdout fails as it should.
+void hold_closed_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int held = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (held >= 0 && held != fd) {
+      ::dup2(held, fd);
+      ::close(held);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   tune_allocator_for_records(argc, argv);
+  hold_closed_standard_descriptors();
+  tpgraph::install_signal_cleanup();
   CLI::App app{"tpgraph: multi-device CUDA graph capture, replay and timeline for a TP MoE layer"};
   app.set_version_flag("--version", std::string(TPGRAPH_VERSION) + " (" TPGRAPH_GIT_REVISION ")");
   app.require_subcommand(1);
@@ -65,19 +103,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const tpgraph::cli::ExitRequest& e) {
-    return e.code;
+    return check_stdout(e.code);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "tpgraph: {}\n", e.what());
-    return 2;
+    return fail(2, "", e.what());
   } catch (const tpgraph::InputError& e) {
-    fmt::print(stderr, "tpgraph: {}\n", e.what());
-    return 2;
+    return fail(2, "", e.what());
   } catch (const tpgraph::NoDeviceError& e) {
-    fmt::print(stderr, "tpgraph: {}\n", e.what());
-    return 3;
+    return fail(3, "", e.what());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tpgraph: error: {}\n", e.what());
-    return 1;
+    return fail(1, "error: ", e.what());
   }
-  return 0;
+  return check_stdout(0);
 }

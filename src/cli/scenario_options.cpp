@@ -4,8 +4,10 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace tpgraph::cli {
 
@@ -42,7 +44,7 @@ std::vector<int> parse_device_list(const std::string& text, std::string_view whe
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), device);
     if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || device < 0) {
       throw InputError(fmt::format("{}: '{}' is not accepted; accepted: comma-separated GPU indices, e.g. 0,1 or 0,0",
-                                   where, text));
+                                   where, escaped_excerpt(text)));
     }
     out.push_back(device);
     if (comma == std::string_view::npos) break;
@@ -51,27 +53,47 @@ std::vector<int> parse_device_list(const std::string& text, std::string_view whe
   return out;
 }
 
+int parse_int_flag(std::string_view text, std::string_view flag) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a whole number from {} to {}", flag,
+                                 escaped_excerpt(text), std::numeric_limits<int>::min(),
+                                 std::numeric_limits<int>::max()));
+  return value;
+}
+
+std::uint64_t parse_seed_flag(std::string_view text, std::string_view flag) {
+  std::uint64_t value = 0;
+  // from_chars takes no '+' and, for an unsigned type, no '-': "-1" is refused, not wrapped.
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a whole number from 0 to {}", flag,
+                                 escaped_excerpt(text), std::numeric_limits<std::uint64_t>::max()));
+  return value;
+}
+
 void apply_scenario_options(const ScenarioOptions& o, Scenario& s) {
   auto& g = s.geometry;
-  if (o.tokens) g.tokens = *o.tokens;
-  if (o.experts) g.experts = *o.experts;
-  if (o.top_k) g.top_k = *o.top_k;
-  if (o.hidden) g.hidden = *o.hidden;
-  if (o.ff) g.ff = *o.ff;
-  if (o.ranks) g.ranks = *o.ranks;
+  if (o.tokens) g.tokens = parse_int_flag(*o.tokens, "--tokens");
+  if (o.experts) g.experts = parse_int_flag(*o.experts, "--experts");
+  if (o.top_k) g.top_k = parse_int_flag(*o.top_k, "--top-k");
+  if (o.hidden) g.hidden = parse_int_flag(*o.hidden, "--hidden");
+  if (o.ff) g.ff = parse_int_flag(*o.ff, "--ff");
+  if (o.ranks) g.ranks = parse_int_flag(*o.ranks, "--ranks");
   if (o.devices) s.devices = parse_device_list(*o.devices, "--devices");
-  if (o.replays) s.replays = *o.replays;
-  if (o.warmup) s.warmup = *o.warmup;
-  if (o.layers) s.layers = *o.layers;
+  if (o.replays) s.replays = parse_int_flag(*o.replays, "--replays");
+  if (o.warmup) s.warmup = parse_int_flag(*o.warmup, "--warmup");
+  if (o.layers) s.layers = parse_int_flag(*o.layers, "--layers");
   if (o.peer_copy) s.peer_copy = parse_peer_copy(*o.peer_copy, "--peer-copy");
   if (o.copy_rows) s.copy_rows = parse_copy_rows(*o.copy_rows, "--copy-rows");
   if (o.join) s.join = parse_join(*o.join, "--join");
-  if (o.root_busy) s.root_busy = *o.root_busy;
+  if (o.root_busy) s.root_busy = parse_int_flag(*o.root_busy, "--root-busy");
   if (o.alloc) s.alloc = parse_alloc(*o.alloc, "--alloc");
   if (o.issue) s.issue = parse_issue(*o.issue, "--issue");
   if (o.layout) s.layout = parse_layout(*o.layout, "--layout");
   if (o.weights) s.weights = parse_weights(*o.weights, "--weights");
-  if (o.seed) s.seed = *o.seed;
+  if (o.seed) s.seed = parse_seed_flag(*o.seed, "--seed");
   validate(s);
 }
 

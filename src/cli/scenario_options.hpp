@@ -12,8 +12,11 @@
 
 namespace tpgraph::cli {
 
+// Numbers are kept as given and parsed by apply_scenario_options, strictly: an empty value, a sign
+// on the seed, trailing text or a value beyond the type is refused with the flag's name, never
+// wrapped around or dropped.
 struct ScenarioOptions {
-  std::optional<int> tokens, experts, top_k, hidden, ff, ranks, replays, warmup, layers, root_busy;
+  std::optional<std::string> tokens, experts, top_k, hidden, ff, ranks, replays, warmup, layers, root_busy;
   std::optional<std::string> devices;    // "0,0" or "0,1"
   std::optional<std::string> peer_copy;  // none | per-rank | first
   std::optional<std::string> copy_rows;  // N | all
@@ -22,7 +25,7 @@ struct ScenarioOptions {
   std::optional<std::string> issue;      // graph | eager
   std::optional<std::string> layout;     // v1 | v2
   std::optional<std::string> weights;    // random | zeros
-  std::optional<std::uint64_t> seed;
+  std::optional<std::string> seed;
 };
 
 // Adds --tokens, --experts, ... to `cmd`.
@@ -38,6 +41,10 @@ void apply_scenario_options(const ScenarioOptions& opts, Scenario& s);
 // The GPU count the GPU-free commands (plan, dot) map ranks with when --devices is not given: one
 // GPU per rank. `run` uses the real count instead.
 [[nodiscard]] int assumed_visible_devices(const Scenario& s);
+// A whole decimal integer of int's range, or an InputError naming `flag`.
+[[nodiscard]] int parse_int_flag(std::string_view text, std::string_view flag);
+// A whole decimal integer 0 .. 2^64-1 (no sign), or an InputError naming `flag`.
+[[nodiscard]] std::uint64_t parse_seed_flag(std::string_view text, std::string_view flag);
 // "0,1" -> {0, 1}; throws InputError naming `where`.
 [[nodiscard]] std::vector<int> parse_device_list(const std::string& text, std::string_view where);
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <fstream>
 #include <limits>
 
 #include "core/error.hpp"
@@ -72,6 +73,34 @@ void check_memory_fits(std::int64_t needed, std::int64_t available, int device) 
     throw InputError(fmt::format("GPU {} has {} free but the scenario needs {} there; lower --tokens or "
                                  "--experts, or spread the ranks over more GPUs with --devices",
                                  device, format_bytes(available), format_bytes(needed)));
+  }
+}
+
+std::int64_t host_memory_for_check(const Geometry& g) {
+  const std::int64_t weights = std::int64_t{g.ranks} * memory_per_rank(g).weights;
+  // pairs, row_token, pair_row, pair_weight and the expert of each pair while sorting.
+  const std::int64_t routing = 5 * g.pairs() * kI32;
+  // z, the layer output, the reference's output and a rank's partial.
+  const std::int64_t planes = 4 * std::int64_t{g.tokens} * g.hidden * kF32;
+  return weights + routing + planes;
+}
+
+std::int64_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
+void check_host_memory_fits(std::int64_t needed, std::int64_t available, std::string_view what) {
+  if (available >= 0 && needed > available) {
+    throw InputError(fmt::format("{} needs {} of host memory but {} is available; lower --tokens, --experts, "
+                                 "--hidden or --ff",
+                                 what, format_bytes(needed), format_bytes(available)));
   }
 }
 

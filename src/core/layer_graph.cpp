@@ -30,10 +30,10 @@ struct Costs {
 
 class Builder {
  public:
-  Builder(const Scenario& s, const Routing& routing, int visible_devices)
+  Builder(const Scenario& s, std::int64_t n_pairs, int n_active, int visible_devices)
       : s_(s), visible_(visible_devices) {
     const auto& g = s.geometry;
-    c_ = Costs{routing.n_pairs(), g.hidden, g.ff, g.tokens, routing.n_active()};
+    c_ = Costs{n_pairs, g.hidden, g.ff, g.tokens, n_active};
     tail_.assign(static_cast<std::size_t>(g.ranks), -1);
     graph_.ranks = g.ranks;
     graph_.layers = s.layers;
@@ -270,7 +270,11 @@ std::vector<int> LayerGraph::stream_nodes(int rank) const {
 }
 
 LayerGraph build_layer_graph(const Scenario& s, const Routing& routing, int visible_devices) {
-  return Builder(s, routing, visible_devices).build();
+  return Builder(s, routing.n_pairs(), routing.n_active(), visible_devices).build();
+}
+
+LayerGraph build_layer_graph(const Scenario& s, std::int64_t n_pairs, int n_active, int visible_devices) {
+  return Builder(s, n_pairs, n_active, visible_devices).build();
 }
 
 }  // namespace tpgraph

@@ -126,5 +126,9 @@ struct LayerGraph {
 // `visible_devices` maps ranks to GPUs (Scenario::device_of).
 [[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, const Routing& routing,
                                            int visible_devices);
+// The same graph from the routing's two figures it uses (pairs, active experts): plan builds it
+// without materialising the pairs.
+[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, std::int64_t n_pairs, int n_active,
+                                           int visible_devices);
 
 }  // namespace tpgraph

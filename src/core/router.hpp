@@ -43,4 +43,15 @@ struct RoutingStats {
 };
 [[nodiscard]] RoutingStats routing_stats(const Routing& r);
 
+// Rows per expert without the per-pair arrays: what plan reports, in memory of O(experts) and
+// time linear in the pairs (spread over the cores), so the documented extremes (2^31 pairs) plan
+// in seconds. Same counts as build_routing's expert_rows.
+struct ExpertCounts {
+  std::int64_t n_pairs = 0;
+  std::vector<std::int64_t> expert_rows;  // expert id -> rows routed to it
+  [[nodiscard]] int n_active() const;
+};
+[[nodiscard]] ExpertCounts count_expert_rows(const Geometry& g);
+[[nodiscard]] RoutingStats routing_stats(const ExpertCounts& c);
+
 }  // namespace tpgraph

@@ -12,11 +12,32 @@
 
 namespace tpgraph {
 
+// Which of the large per-variant files to write (trace.json can be ten times records.json).
+struct OutputSelection {
+  bool trace = true;     // <variant>/trace.json
+  bool timeline = true;  // <variant>/timeline.svg
+};
+
 // Writes every output of `run` (analysed as `analysis`) into `dir`, created if needed, and returns
 // the files written, in order. With `write_records` false the folder's records.json is left as it
-// is (analyze over its own folder).
+// is (analyze over its own folder). Each file is atomic; the folder as a whole is not (see
+// write_run_folder).
 std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const RunAnalysis& analysis,
-                                                     const std::filesystem::path& dir, bool write_records = true);
+                                                     const std::filesystem::path& dir, bool write_records = true,
+                                                     const OutputSelection& selection = {});
+
+// `tpgraph analyze`'s writer: the run folder `dir` as a whole. Holds an exclusive lock on `dir`
+// while it works (a second writer is refused, not interleaved), writes every output into a staging
+// folder inside `dir` (removed on failure or SIGINT/SIGTERM) and only then renames each file into
+// place, reports last. `dir` must be new or empty unless `in_place` (it is the run's own folder:
+// records.json stays) or it already holds this very records.json; otherwise an InputError says so,
+// before anything is written. `records_file`, when given, is the records.json `run` was read from:
+// it is copied byte for byte rather than written again from `run` (for a large run, writing it
+// again would hold a second copy of every record as JSON). Returns the final paths.
+std::vector<std::filesystem::path> write_run_folder(const RunData& run, const RunAnalysis& analysis,
+                                                    const std::filesystem::path& dir, bool in_place,
+                                                    const OutputSelection& selection = {},
+                                                    const std::filesystem::path& records_file = {});
 
 // `run` names a run folder (holding records.json) or a records.json itself; returns the file.
 // Anything else is an InputError naming the path and what is accepted.

@@ -14,18 +14,15 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 
 namespace tpgraph {
 namespace {
 
 using nlohmann::json;
 
-// Bounds that keep a run finite and its products in range; not tuned, only sane.
-constexpr int kMaxReplays = 1'000'000;
-constexpr int kMaxWarmup = 100'000;
-constexpr int kMaxLayers = 256;
-constexpr int kMaxRootBusy = 1024;
-constexpr int kMaxDevice = 1023;
+// A scenario file is a few hundred bytes; this only keeps a wrong path from being read whole.
+constexpr std::uint64_t kMaxScenarioFileBytes = 1 << 20;
 
 // One table per enum: the spelling in files and flags, in the order messages list them.
 template <typename E>
@@ -60,7 +57,7 @@ E value_of(const std::array<Spelling<E>, N>& table, std::string_view text, std::
     if (s.name == text) return s.value;
   std::vector<std::string_view> accepted;
   for (const auto& s : table) accepted.push_back(s.name);
-  throw InputError(fmt::format("{}: '{}' is not accepted; accepted: {}", where, text,
+  throw InputError(fmt::format("{}: '{}' is not accepted; accepted: {}", where, escaped_excerpt(text),
                                fmt::join(accepted, ", ")));
 }
 
@@ -88,7 +85,7 @@ class FieldReader {
   }
 
   [[noreturn]] void wrong_type(std::string_view field, std::string_view expected, const json& v) const {
-    fail(field, fmt::format("must be {}, got {} {}", expected, v.type_name(), v.dump()));
+    fail(field, fmt::format("must be {}, got {}", expected, describe_json(v)));
   }
 
   std::string text(std::string_view field, const json& v) const {
@@ -99,7 +96,7 @@ class FieldReader {
   std::int64_t integer(std::string_view field, const json& v, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number_integer()) wrong_type(field, "an integer", v);
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-      fail(field, fmt::format("= {} is out of range; accepted: {} to {}", v.dump(), lo, hi));
+      fail(field, fmt::format("= {} is out of range; accepted: {} to {}", v.get<std::uint64_t>(), lo, hi));
     const auto x = v.get<std::int64_t>();
     if (x < lo || x > hi) fail(field, fmt::format("= {} is out of range; accepted: {} to {}", x, lo, hi));
     return x;
@@ -122,7 +119,7 @@ class FieldReader {
 
   [[noreturn]] void unknown(std::string_view field, std::span<const std::string_view> accepted,
                             std::string_view hint) const {
-    throw InputError(fmt::format("{}: unknown field '{}'{}; accepted: {}", origin_, field, hint,
+    throw InputError(fmt::format("{}: unknown field '{}'{}; accepted: {}", origin_, escaped_excerpt(field), hint,
                                  fmt::join(accepted, ", ")));
   }
 
@@ -226,7 +223,8 @@ std::optional<int> parse_copy_rows(std::string_view value, std::string_view wher
   int rows = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rows);
   if (ec != std::errc{} || end != value.data() + value.size() || rows < 1) {
-    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a row count >= 1, or all", where, value));
+    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a row count >= 1, or all", where,
+                                 escaped_excerpt(value)));
   }
   return rows;
 }
@@ -251,6 +249,22 @@ void validate(const Scenario& s) {
   require(s.layers >= 1 && s.layers <= kMaxLayers, "layers", s.layers, fmt::format("1 to {}", kMaxLayers));
   require(s.root_busy >= 0 && s.root_busy <= kMaxRootBusy, "root_busy", s.root_busy,
           fmt::format("0 to {}", kMaxRootBusy));
+  // The name is a folder name in a run folder and a column in tables; the description is printed.
+  if (has_control_characters(s.name) || has_control_characters(s.description, /*allow_line_breaks=*/true)) {
+    throw InputError(fmt::format("invalid scenario: {} {} holds a control character (newline, tab, escape...); "
+                                 "accepted: printable text",
+                                 has_control_characters(s.name) ? "name" : "description",
+                                 quoted_excerpt(has_control_characters(s.name) ? s.name : s.description)));
+  }
+  if (s.name.empty() || s.name.size() > kMaxNameBytes)
+    throw InputError(fmt::format("invalid scenario: name {} is {} bytes; accepted: 1 to {}", quoted_excerpt(s.name),
+                                 s.name.size(), kMaxNameBytes));
+  for (const auto reserved : kRunFolderFiles) {
+    if (s.name == reserved)
+      throw InputError(fmt::format("invalid scenario: name \"{}\" is a file of every run folder; accepted: any "
+                                   "other name (not records.json, report.md, report.json)",
+                                   s.name));
+  }
   if (s.copy_rows) require(*s.copy_rows >= 1, "copy_rows", *s.copy_rows, "a row count >= 1, or all");
   for (std::size_t i = 0; i < s.devices.size(); ++i) {
     require(s.devices[i] >= 0 && s.devices[i] <= kMaxDevice, fmt::format("devices[{}]", i), s.devices[i],
@@ -259,6 +273,7 @@ void validate(const Scenario& s) {
 }
 
 Scenario parse_scenario(std::string_view json_text, std::string_view origin) {
+  check_json_depth(json_text, origin);
   json doc;
   try {
     doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/true,
@@ -266,6 +281,9 @@ Scenario parse_scenario(std::string_view json_text, std::string_view origin) {
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}:{}: invalid JSON: {}", origin, line_column(json_text, e.byte),
                                  parse_reason(e.what())));
+  } catch (const json::exception& e) {
+    // A number beyond a double (1e400) is out_of_range, not a parse error, and carries no position.
+    throw InputError(fmt::format("{}: invalid JSON: {}", origin, parse_reason(e.what())));
   }
   if (!doc.is_object()) {
     throw InputError(fmt::format("{}: a scenario must be a JSON object {{...}}, got {}", origin,
@@ -286,16 +304,7 @@ Scenario parse_scenario(std::string_view json_text, std::string_view origin) {
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw InputError(fmt::format("{}: no such scenario file", path.string()));
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a folder, not a scenario file", path.string()));
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputError(fmt::format("{}: cannot read the scenario file", path.string()));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_scenario(text.str(), path.string());
+  return parse_scenario(read_regular_file(path, "scenario file", kMaxScenarioFileBytes), path.string());
 }
 
 Scenario resolve_scenario(std::string_view name_or_path, const std::filesystem::path& graphs_dir) {

@@ -2,6 +2,8 @@
 // settings. Read from a JSON file in graphs/ (comments allowed); every field can be overridden on
 // the command line. The one model that plan, dot, capture and the analysis all read.
 #pragma once
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -25,6 +27,16 @@ enum class IssueKind { graph, eager };          // capture once and replay, or i
 [[nodiscard]] std::string_view to_string(JoinKind v);
 [[nodiscard]] std::string_view to_string(AllocKind v);
 [[nodiscard]] std::string_view to_string(IssueKind v);
+
+// Bounds that keep a run finite and its products in range; not tuned, only sane.
+inline constexpr int kMaxReplays = 1'000'000;
+inline constexpr int kMaxWarmup = 100'000;
+inline constexpr int kMaxLayers = 256;
+inline constexpr int kMaxRootBusy = 1024;
+inline constexpr int kMaxDevice = 1023;
+inline constexpr std::size_t kMaxNameBytes = 100;  // a scenario's name is a folder name in a run
+// Files at the top of every run folder: no variant's folder may take one of these names.
+inline constexpr std::array<std::string_view, 3> kRunFolderFiles{"records.json", "report.md", "report.json"};
 
 struct Scenario {
   std::string name = "baseline";
@@ -69,11 +81,16 @@ struct Scenario {
 [[nodiscard]] std::vector<std::pair<int, std::int64_t>> memory_per_device(const Scenario& s,
                                                                           int visible_devices);
 
-// Throws InputError naming the bad field or value (and what is accepted).
+// Throws InputError naming the bad field or value (and what is accepted). Besides the ranges, the
+// name must be 1 to kMaxNameBytes bytes and not one of kRunFolderFiles, and neither the name nor
+// the description may hold a control character (they reach terminals, tables and folder names);
+// the description may hold newlines and tabs.
 void validate(const Scenario& s);
 
 // Parse a scenario from JSON text; `origin` names the file in messages ("graphs/x.json:3:5: ...").
+// Nesting deeper than kMaxJsonDepth is refused before parsing.
 [[nodiscard]] Scenario parse_scenario(std::string_view json_text, std::string_view origin);
+// Regular files only (a FIFO or /dev/zero is refused, not read), of at most 1 MiB.
 [[nodiscard]] Scenario load_scenario(const std::filesystem::path& path);
 // A scenario by name ("peer-copy") or path; names resolve in the graphs/ folder.
 [[nodiscard]] Scenario resolve_scenario(std::string_view name_or_path,

@@ -1,9 +1,16 @@
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "catch.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/report.hpp"
 #include "core/run_outputs.hpp"
@@ -104,7 +111,7 @@ TEST_CASE("tpgraph analyze writes the outputs and prints the table", "[analyze][
   const auto out_dir = fresh_temp_dir("cli-out");
   const RunData run = two_variant_run();
   (void)write_run_outputs(run, analyze_run(run), run_dir);
-  const Exit e = run_tpgraph("analyze \"" + run_dir.string() + "\" --out \"" + out_dir.string() + "\"", out_dir);
+  const Exit e = run_tpgraph("analyze \"" + run_dir.string() + "\" --out \"" + out_dir.string() + "\"", run_dir);
   INFO(e.output);
   CHECK(e.code == 0);
   CHECK(e.output.find("COLLECTION NOT CLEAN") != std::string::npos);
@@ -163,4 +170,319 @@ TEST_CASE("recorded runs under tests/data re-analyse to their committed outputs"
   // tests/data/h200-run is committed: a checkout without it must fail here, not pass vacuously.
   INFO("recorded runs under " << data.string());
   REQUIRE(runs > 0);
+}
+
+// --- hostile records files ----------------------------------------------------------------------
+
+namespace {
+
+// records.json of the two-variant run as a JSON value a test can corrupt.
+nlohmann::json records_doc() { return nlohmann::json::parse(run_data_to_json(two_variant_run())); }
+
+// The reader's verdict on a corrupted document: the InputError's text, or "" when it was accepted.
+std::string refusal(const nlohmann::json& doc) {
+  try {
+    (void)parse_run_data(doc.dump(), "hostile/records.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    (void)parse_run_data(text, "hostile/records.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("the records reader refuses node indices the analysis would overflow on", "[analyze][hostile]") {
+  auto doc = records_doc();
+  auto& node = doc["variants"][0]["graph"]["nodes"][3];
+  SECTION("layer INT_MAX") {
+    node["layer"] = 2147483647;
+    const auto why = refusal(doc);
+    CHECK(contains(why, "variants[0].graph.nodes[3].layer"));
+    CHECK(contains(why, "out of range [0, 0]"));
+  }
+  SECTION("layer 1e8") {
+    node["layer"] = 100000000;
+    CHECK(contains(refusal(doc), "nodes[3].layer"));
+  }
+  SECTION("rank past the graph's ranks") {
+    node["rank"] = 2;
+    CHECK(contains(refusal(doc), "nodes[3].rank"));
+  }
+  SECTION("device past any GPU index") {
+    node["device"] = 2000000000;
+    CHECK(contains(refusal(doc), "nodes[3].device"));
+  }
+  SECTION("stream of no rank") {
+    node["stream"] = 7;
+    CHECK(contains(refusal(doc), "nodes[3].stream"));
+  }
+  SECTION("flops infinite in effect") {
+    node["flops"] = 1e300;
+    CHECK(contains(refusal(doc), "nodes[3].flops"));
+  }
+  SECTION("bytes the writers' sums would overflow on") {
+    node["bytes"] = 9223372036854775807LL;
+    CHECK(contains(refusal(doc), "nodes[3].bytes"));
+  }
+  SECTION("an event span that makes the CUPTI / event ratio infinite") {
+    doc["variants"][0]["event_spans"][0][2] = 1e-300;
+    CHECK(contains(refusal(doc), "event_spans[0][2]"));
+  }
+  SECTION("a replay time that makes the tracing cost infinite") {
+    doc["variants"][0]["replay_us_untraced"] = 1e-300;
+    CHECK(contains(refusal(doc), "replay_us_untraced"));
+  }
+  SECTION("the untouched document is accepted") { CHECK(refusal(doc).empty()); }
+}
+
+TEST_CASE("the records reader bounds graph ranks and layers and ties them to the scenario", "[analyze][hostile]") {
+  auto doc = records_doc();
+  auto& graph = doc["variants"][0]["graph"];
+  SECTION("ranks 1e6") {
+    graph["ranks"] = 1000000;
+    CHECK(contains(refusal(doc), "graph.ranks"));
+  }
+  SECTION("ranks INT_MAX") {
+    graph["ranks"] = 2147483647;
+    CHECK(contains(refusal(doc), "graph.ranks"));
+  }
+  SECTION("layers 2e9") {
+    graph["layers"] = 2000000000;
+    CHECK(contains(refusal(doc), "graph.layers"));
+  }
+  SECTION("a scenario of 64 ranks over a graph of 2") {
+    doc["variants"][0]["scenario"]["geometry"]["ranks"] = 64;
+    const auto why = refusal(doc);
+    CHECK(contains(why, "graph.ranks"));
+    CHECK(contains(why, "scenario has 64"));
+  }
+}
+
+TEST_CASE("the records reader bounds scenario.replays by the records the file holds", "[analyze][hostile]") {
+  auto doc = records_doc();
+  doc["variants"][0]["scenario"]["replays"] = 1000000;
+  const auto why = refusal(doc);
+  CHECK(contains(why, "variants[0].scenario"));
+  CHECK(contains(why, "replays = 1000000"));
+}
+
+TEST_CASE("the records reader survives deep nesting and quotes a short excerpt", "[analyze][hostile]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  SECTION("in a wrong-typed field") {
+    auto doc = records_doc();
+    doc["environment"]["hostname"] = 0;  // replaced below by the raw nested text
+    std::string text = doc.dump();
+    const std::string field = "\"hostname\":0";
+    text.replace(text.find(field), field.size(), "\"hostname\":" + deep);
+    const auto why = refusal(text);
+    CHECK(contains(why, "nested deeper than"));
+    CHECK(why.size() < 300);
+  }
+  SECTION("in a variant's scenario") {
+    std::string text = records_doc().dump();
+    const std::string field = "\"description\":";
+    text.insert(text.find(field), "\"x\":" + deep + ",");
+    CHECK(contains(refusal(text), "nested deeper than"));
+  }
+  SECTION("a long wrong-typed value is quoted short") {
+    auto doc = records_doc();
+    doc["variants"][0]["scenario"]["name"] = nlohmann::json::array();
+    for (int i = 0; i < 10000; ++i) doc["variants"][0]["scenario"]["name"].push_back(i);
+    const auto why = refusal(doc);
+    CHECK(contains(why, "array of 10000 values"));
+    CHECK(why.size() < 300);
+  }
+}
+
+TEST_CASE("a number beyond a double in records.json is bad input naming the file", "[analyze][hostile]") {
+  std::string text = records_doc().dump();
+  const std::string field = "\"replay_us_traced\":103.0";
+  REQUIRE(contains(text, field));
+  text.replace(text.find(field), field.size(), "\"replay_us_traced\":1e400");
+  const auto why = refusal(text);
+  CHECK(contains(why, "hostile/records.json"));
+  CHECK(contains(why, "1e400"));
+}
+
+TEST_CASE("a stray record far from the replays is refused, not made the time base", "[analyze][hostile]") {
+  auto doc = records_doc();
+  auto& rows = doc["variants"][1]["records"]["rows"];
+  auto stray = rows[0];
+  stray[0] = -1;  // replay: none
+  stray[3] = 1;   // start_ns
+  stray[4] = 2;
+  rows.push_back(stray);
+  const auto why = refusal(doc);
+  CHECK(contains(why, "variants[1].records.rows["));
+  CHECK(contains(why, "not a record of this run"));
+}
+
+TEST_CASE("control characters in names are refused", "[analyze][hostile]") {
+  auto doc = records_doc();
+  SECTION("an escape sequence in a node label") {
+    doc["variants"][0]["graph"]["nodes"][1]["label"] = "r0.\x1b[2Jgate";
+    const auto why = refusal(doc);
+    CHECK(contains(why, "nodes[1].label"));
+    CHECK(contains(why, "\\u001b"));
+    CHECK(!contains(why, "\x1b"));
+  }
+  SECTION("a newline in a kernel name") {
+    doc["variants"][0]["records"]["names"][0] = "gemm\n| broken | table |";
+    CHECK(contains(refusal(doc), "records.names[0]"));
+  }
+  SECTION("a NUL in the scenario name") {
+    doc["variants"][0]["scenario"]["name"] = std::string("base\0line", 9);
+    CHECK(contains(refusal(doc), "control character"));
+  }
+}
+
+TEST_CASE("a variant named like a top-level file of the run folder is refused", "[analyze][hostile]") {
+  for (const char* name : {"report.md", "report.json", "records.json"}) {
+    auto doc = records_doc();
+    doc["variants"][1]["scenario"]["name"] = name;
+    INFO(name);
+    CHECK(contains(refusal(doc), "is a file of every run folder"));
+  }
+  SECTION("and a RunData built in code cannot write over them either") {
+    RunData run = two_variant_run();
+    run.variants[1].scenario.name = "report.md";
+    const auto dir = fresh_temp_dir("reserved");
+    CHECK_THROWS_AS(write_run_outputs(run, analyze_run(run), dir), InputError);
+    CHECK(!std::filesystem::exists(dir / "report.md"));
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("a records path that is not a regular file is refused without reading it", "[analyze][hostile]") {
+  const auto dir = fresh_temp_dir("fifo-records");
+  const auto fifo = dir / "records.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string why;
+  try {
+    (void)load_raw_records(fifo);
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  CHECK(contains(why, "not a regular file"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("analyze --out refuses another run's folder and leaves it as it was", "[analyze][cli][hostile]") {
+  const auto run_a = fresh_temp_dir("run-a");
+  const auto run_b = fresh_temp_dir("run-b");
+  RunData a = two_variant_run();
+  RunData b = two_variant_run();
+  b.env.hostname = "another-host";
+  b.variants.pop_back();
+  save_raw_records(run_a / "records.json", a);
+  (void)write_run_outputs(b, analyze_run(b), run_b);
+  const std::string b_records = read_text(run_b / "records.json");
+  const Exit e = run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + run_b.string() + "\"", run_a);
+  INFO(e.output);
+  CHECK(e.code == 2);
+  CHECK(e.output.find("not empty") != std::string::npos);
+  CHECK(std::count(e.output.begin(), e.output.end(), '\n') == 1);
+  CHECK(read_text(run_b / "records.json") == b_records);
+  CHECK(!std::filesystem::exists(run_b / "join"));
+
+  SECTION("but a folder holding this very run is analysed again") {
+    const auto out = fresh_temp_dir("run-a-out");
+    REQUIRE(run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + out.string() + "\"", run_a).code == 0);
+    const Exit again = run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + out.string() + "\"", run_a);
+    INFO(again.output);
+    CHECK(again.code == 0);
+    std::filesystem::remove_all(out);
+  }
+  SECTION("and a path that is a file is not a folder") {
+    const Exit f = run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + (run_b / "report.md").string() + "\"", run_a);
+    CHECK(f.code == 2);
+  }
+  std::filesystem::remove_all(run_a);
+  std::filesystem::remove_all(run_b);
+}
+
+TEST_CASE("a second writer of one run folder is refused while the first holds it", "[analyze][cli][hostile]") {
+  const auto dir = fresh_temp_dir("locked");
+  save_raw_records(dir / "records.json", two_variant_run());
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);  // as a first analyze would
+  const Exit e = run_tpgraph("analyze \"" + dir.string() + "\"", dir);
+  ::close(fd);
+  INFO(e.output);
+  CHECK(e.code == 2);
+  CHECK(e.output.find("another tpgraph is writing this folder") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir / "report.md"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an in-place analyze that fails midway leaves the old outputs whole", "[analyze][hostile]") {
+  const auto dir = fresh_temp_dir("midway");
+  const RunData run = two_variant_run();
+  (void)write_run_outputs(run, analyze_run(run), dir);
+  const auto before = folder_contents(dir);
+  // A file where the staging folder's variant folder must go: writing fails after report-free work.
+  const auto staging = dir / (".tpgraph-staging-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(staging);
+  std::ofstream(staging / "join") << "in the way";
+  CHECK_THROWS_AS(write_run_folder(run, analyze_run(run), dir, /*in_place=*/true), InputError);
+  CHECK(!std::filesystem::exists(staging));
+  CHECK(folder_contents(dir) == before);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("analyze writes the folder aside and leaves no staging behind", "[analyze][hostile]") {
+  const auto dir = fresh_temp_dir("aside");
+  const RunData run = two_variant_run();
+  save_raw_records(dir / "records.json", run);
+  const auto files = write_run_folder(run, analyze_run(run), dir, /*in_place=*/true);
+  CHECK(files.back().filename() == "report.json");  // reports land last
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    CHECK(e.path().filename().string().rfind(".tpgraph-staging", 0) != 0);
+  CHECK(std::filesystem::is_regular_file(dir / "join" / "trace.json"));
+  SECTION("--no-trace and --no-timeline skip the large files") {
+    const auto out = fresh_temp_dir("skip");
+    const Exit e = run_tpgraph("analyze \"" + dir.string() + "\" --out \"" + out.string() + "\" --no-trace --no-timeline", dir);
+    INFO(e.output);
+    CHECK(e.code == 0);
+    CHECK(std::filesystem::is_regular_file(out / "join" / "graph.dot"));
+    CHECK(!std::filesystem::exists(out / "join" / "trace.json"));
+    CHECK(!std::filesystem::exists(out / "join" / "timeline.svg"));
+    std::filesystem::remove_all(out);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a folder registered for removal is removed when SIGTERM stops the process", "[analyze][hostile]") {
+  const auto dir = fresh_temp_dir("signal");
+  const auto staging = dir / ".tpgraph-staging";
+  std::filesystem::create_directories(staging / "baseline");
+  std::ofstream(staging / "baseline" / "trace.json.tmp-1") << "half";
+  std::ofstream(staging / "records.json") << "{}";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    install_signal_cleanup();
+    const RemoveOnSignal guard(staging);
+    ::raise(SIGTERM);
+    ::_exit(0);  // not reached: the signal ends the process
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(!std::filesystem::exists(staging));
+  CHECK(std::filesystem::exists(dir));
+  std::filesystem::remove_all(dir);
 }

@@ -1,10 +1,13 @@
 // Runs the built tpgraph binary: exit codes and messages as a user sees them.
 #include "catch.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -192,4 +195,94 @@ TEST_CASE("invalid geometry and bad flags exit 2 with one line", "[cli][errors]"
   check_rejected("plan --copy-rows 0", "--copy-rows: '0' is not accepted");
   check_rejected("plan --devices 0,x", "--devices");
   check_rejected("plan --tokens abc", "--tokens");
+}
+
+// --- hostile input --------------------------------------------------------------------------------
+
+namespace {
+
+// Exit status of `tpgraph ARGS` run by the shell with the redirections in ARGS as given.
+int status_of(const std::string& args) {
+  const std::string command = "cd '" + kSource + "' && '" + TPGRAPH_BINARY + "' " + args;
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0);
+}
+
+}  // namespace
+
+TEST_CASE("numeric flags are parsed whole: no wrap-around, no silent drop", "[cli][errors][hostile]") {
+  check_rejected("plan --seed -1", "--seed: '-1' is not accepted; accepted: a whole number from 0 to 18446744073709551615");
+  check_rejected("plan --seed 18446744073709551616", "--seed: '18446744073709551616' is not accepted");
+  check_rejected("plan --tokens ''", "--tokens: '' is not accepted");
+  check_rejected("plan --replays 5x", "--replays: '5x' is not accepted");
+  const auto r = tpgraph("plan --json --tokens 43 --seed 18446744073709551615");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["scenario"]["seed"].get<std::uint64_t>() == 18446744073709551615ULL);
+}
+
+TEST_CASE("names with NUL or terminal escapes never reach the output", "[cli][errors][hostile]") {
+  TempDir dir;
+  const auto nul = dir.file("nul.json", R"({"name": "cut\u0000here"})");
+  check_rejected("plan '" + nul + "'", "control character");
+  const auto esc = dir.file("esc.json", R"({"description": "\u001b]0;owned\u0007"})");
+  const auto r = tpgraph("plan '" + esc + "'");
+  CHECK(r.status == 2);
+  CHECK(r.output.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("a scenario path that is a FIFO is refused at once", "[cli][errors][hostile]") {
+  TempDir dir;
+  const auto fifo = dir.path / "wait.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // `timeout` turns the old behaviour (blocking forever on open) into a failure of this test.
+  const auto r = tpgraph("plan '" + fifo.string() + "'", "timeout 20");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(mentions(r.output, "not a regular file"));
+  check_rejected("plan /dev/zero", "/dev/zero: not a regular file");
+}
+
+TEST_CASE("output that does not reach stdout is a failure", "[cli][errors][hostile]") {
+  CHECK(status_of("plan --tokens 43 > /dev/full 2>/dev/null") == 1);
+  CHECK(status_of("plan --tokens 43 >&- 2>/dev/null") == 1);
+  CHECK(status_of("dot --tokens 43 > /dev/full 2>/dev/null") == 1);
+  // A bad flag with stderr closed still exits 2 (the message has nowhere to go), never aborts.
+  CHECK(status_of("plan --no-such-flag 2>&-") == 2);
+  CHECK(status_of("plan --tokens 0 2>&- >/dev/null") == 2);
+}
+
+TEST_CASE("dot -o never replaces a symlink, FIFO or device with a regular file", "[cli][errors][hostile]") {
+  TempDir dir;
+  const auto target = dir.file("target.txt", "keep me");
+  const auto link = dir.path / "link.dot";
+  std::filesystem::create_symlink(target, link);
+  check_rejected("dot --tokens 43 -o '" + link.string() + "'", "exists and is a symbolic link");
+  CHECK(std::filesystem::is_symlink(link));
+  std::ifstream kept(target);
+  CHECK(std::string(std::istreambuf_iterator<char>(kept), {}) == "keep me");
+  const auto fifo = dir.path / "fifo.dot";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  check_rejected("dot --tokens 43 -o '" + fifo.string() + "'", "exists and is a device, FIFO or socket");
+  CHECK(std::filesystem::is_fifo(fifo));
+}
+
+TEST_CASE("plan at the documented extremes counts pairs without materialising them", "[cli][hostile]") {
+  // 2^20 tokens x top-k 2047 = 2,146,435,072 pairs: per-pair arrays would be tens of GB.
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit;  // ASan reserves terabytes of address space for its shadow: no ulimit -v
+#else
+  const std::string limit = "ulimit -v 4000000;";  // 4 GB of address space, threads' stacks included
+#endif
+  const auto r = tpgraph("plan --json --tokens 1048576 --experts 4096 --top-k 2047", limit);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["n_pairs"].get<std::int64_t>() == 2146435072LL);
+  CHECK(j["n_active"].get<int>() == 4096);
+}
+
+TEST_CASE("check refuses a geometry whose host side cannot fit before it builds anything", "[cli][errors][hostile]") {
+  // Weights alone: 4096 experts x 3 matrices of 65536 x 65536 NVFP4 per rank, petabytes.
+  check_rejected("check --experts 4096 --hidden 65536 --ff 65536 --tokens 1024", "of host memory but");
 }

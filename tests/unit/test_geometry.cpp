@@ -1,9 +1,11 @@
 #include "catch.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
 #include "core/geometry.hpp"
+#include "core/router.hpp"
 
 using namespace tpgraph;
 
@@ -130,4 +132,37 @@ TEST_CASE("memory that does not fit says how much is needed", "[geometry]") {
     CHECK(mentions(message, "3.00 GiB"));
     CHECK(mentions(message, "1.00 GiB"));
   }
+}
+
+TEST_CASE("expert counts without the per-pair arrays match the routing's", "[geometry][router][hostile]") {
+  for (const int experts : {1, 2, 7, 288, 4096}) {
+    Geometry g;
+    g.experts = experts;
+    g.top_k = std::min(8, experts);
+    g.tokens = 1 << 18;
+    INFO("experts " << experts);
+    const Routing r = build_routing(g);
+    const ExpertCounts c = count_expert_rows(g);
+    CHECK(c.n_pairs == r.n_pairs());
+    REQUIRE(c.expert_rows.size() == r.expert_rows.size());
+    bool same = true;
+    for (std::size_t e = 0; e < c.expert_rows.size(); ++e) same = same && c.expert_rows[e] == r.expert_rows[e];
+    CHECK(same);
+    const RoutingStats a = routing_stats(r);
+    const RoutingStats b = routing_stats(c);
+    CHECK(a.n_active == b.n_active);
+    CHECK(a.min_rows == b.min_rows);
+    CHECK(a.max_rows == b.max_rows);
+    CHECK(a.median_rows == b.median_rows);
+  }
+}
+
+TEST_CASE("check's host memory is counted and a geometry that cannot fit is refused", "[geometry][hostile]") {
+  Geometry g;
+  const std::int64_t host = host_memory_for_check(g);
+  CHECK(host > g.ranks * memory_per_rank(g).weights);
+  CHECK_NOTHROW(check_host_memory_fits(host, host, "check"));
+  CHECK_NOTHROW(check_host_memory_fits(host, -1, "check"));  // unknown: not refused
+  CHECK_THROWS_AS(check_host_memory_fits(host, host - 1, "check"), InputError);
+  CHECK(available_host_memory() > 0);
 }

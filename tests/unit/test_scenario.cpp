@@ -5,9 +5,11 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 #include "core/scenario.hpp"
 
 using namespace tpgraph;
@@ -244,4 +246,84 @@ TEST_CASE("memory per device adds up the ranks that share a GPU", "[scenario]") 
   CHECK(per_device[0].second == memory_of_rank(s, 0).total() + memory_of_rank(s, 1).total());
   CHECK(memory_of_rank(s, 0).staging > 0);
   CHECK(memory_of_rank(s, 1).staging == 0);
+}
+
+// --- hostile scenario files ---------------------------------------------------------------------
+
+TEST_CASE("deep nesting is refused before parsing, wherever it is", "[scenario][hostile]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto why = rejection("{\"name\": " + deep + "}");
+  CHECK(mentions(why, "test.json: JSON nested deeper than 32 levels"));
+  CHECK(why.size() < 200);
+  // Brackets inside strings are text, not nesting.
+  CHECK(rejection("{\"description\": \"" + std::string(100, '[') + "\"}").empty());
+}
+
+TEST_CASE("a wrong-typed value is quoted by a short escaped excerpt", "[scenario][hostile]") {
+  const auto long_name = rejection("{\"layers\": \"" + std::string(100000, 'x') + "\"}");
+  CHECK(mentions(long_name, "must be an integer, got string \"xxxx"));
+  CHECK(long_name.size() < 200);
+  const auto array = rejection("{\"replays\": [1, 2, 3]}");
+  CHECK(mentions(array, "got array of 3 values"));
+  const auto escape = rejection("{\"join\": \"\\u001b[31mred\"}");
+  CHECK(mentions(escape, "\\u001b[31mred"));
+  CHECK(!mentions(escape, "\x1b"));
+}
+
+TEST_CASE("a number beyond a double is bad input naming the file", "[scenario][hostile]") {
+  const auto why = rejection("{\"replays\": 1e400}", "graphs/huge.json");
+  CHECK(mentions(why, "graphs/huge.json"));
+  CHECK(mentions(why, "1e400"));
+}
+
+TEST_CASE("names and descriptions with control characters are refused", "[scenario][hostile]") {
+  CHECK(mentions(rejection("{\"name\": \"a\\u0000b\"}"), "name \"a\\u0000b\" holds a control character"));
+  CHECK(mentions(rejection("{\"name\": \"a\\nb\"}"), "control character"));
+  CHECK(mentions(rejection("{\"description\": \"\\u001b]0;title\\u0007\"}"), "description"));
+  CHECK(rejection("{\"description\": \"two\\nlines\\tand a tab\"}").empty());  // paragraphs are text
+  CHECK(mentions(rejection("{\"name\": \"a\\u0085b\"}"), "control character"));  // C1 (NEL)
+  CHECK(rejection("{\"name\": \"gr\\u00fc\\u00dfe-\\u4e2d\"}").empty());          // plain UTF-8 is fine
+}
+
+TEST_CASE("a name that would collide with a run folder's files is refused", "[scenario][hostile]") {
+  CHECK(mentions(rejection("{\"name\": \"report.md\"}"), "is a file of every run folder"));
+  CHECK(mentions(rejection("{\"name\": \"records.json\"}"), "is a file of every run folder"));
+  CHECK(mentions(rejection("{\"name\": \"" + std::string(101, 'n') + "\"}"), "accepted: 1 to 100"));
+  CHECK(mentions(rejection("{\"name\": \"\"}"), "accepted: 1 to 100"));
+}
+
+TEST_CASE("a scenario path that is not a regular file is refused without reading it", "[scenario][hostile]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tpgraph-fifo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "scenario.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string why;
+  try {
+    (void)load_scenario(fifo);  // would block forever if it were opened for reading as a file
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  CHECK(mentions(why, "not a regular file"));
+  why.clear();
+  try {
+    (void)load_scenario("/dev/zero");
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  CHECK(mentions(why, "/dev/zero: not a regular file"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the JSON input helpers", "[scenario][hostile]") {
+  CHECK_NOTHROW(check_json_depth("[[[]]]", "x", 3));
+  CHECK_THROWS_AS(check_json_depth("[[[[]]]]", "x", 3), InputError);
+  CHECK_NOTHROW(check_json_depth("[\"[[[[\\\"[[[[\"]", "x", 1));  // brackets and an escaped quote in a string
+  CHECK(quoted_excerpt("abc") == "\"abc\"");
+  CHECK(quoted_excerpt("a\nb\x1b") == "\"a\\nb\\u001b\"");
+  CHECK(quoted_excerpt(std::string(50, 'z'), 10) == "\"zzzzzzzzzz\"...");
+  CHECK(quoted_excerpt("\xc3\xa9\xc3\xa9", 3) == "\"\xc3\xa9\"...");  // cut at a character boundary
+  CHECK(has_control_characters(std::string("a\0b", 3)));
+  CHECK(has_control_characters("\x7f"));
+  CHECK(has_control_characters("\xc2\x9b"));  // C1 CSI
+  CHECK(!has_control_characters("\xc2\xa0 plain"));
 }
