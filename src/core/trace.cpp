@@ -28,21 +28,34 @@ bool leaves_record(NodeKind k) {
 }
 
 // For each node, the nodes with records it depends on directly or through nodes that leave none
-// (event, alloc, free): the ends a flow arrow can join.
+// (event, alloc, free): the ends a flow arrow can join. Built once in topological order, each node
+// from its predecessors' sets, so a long chain of record-less nodes costs linear time.
 std::vector<std::set<int>> recorded_predecessors(const LayerGraph& g) {
-  std::vector<std::vector<int>> pred(g.nodes.size());
-  for (const auto& e : g.edges) pred[static_cast<std::size_t>(e.to)].push_back(e.from);
-  std::vector<std::set<int>> out(g.nodes.size());
-  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
-    std::vector<int> stack(pred[n].begin(), pred[n].end());
-    std::set<int> seen;
-    while (!stack.empty()) {
-      const int p = stack.back();
-      stack.pop_back();
-      if (!seen.insert(p).second) continue;
+  const std::size_t n = g.nodes.size();
+  std::vector<std::vector<int>> pred(n), succ(n);
+  std::vector<int> indegree(n, 0);
+  for (const auto& e : g.edges) {
+    pred[static_cast<std::size_t>(e.to)].push_back(e.from);
+    succ[static_cast<std::size_t>(e.from)].push_back(e.to);
+    ++indegree[static_cast<std::size_t>(e.to)];
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) order.push_back(static_cast<int>(i));
+  for (std::size_t head = 0; head < order.size(); ++head)
+    for (const int next : succ[static_cast<std::size_t>(order[head])])
+      if (--indegree[static_cast<std::size_t>(next)] == 0) order.push_back(next);
+  std::vector<std::set<int>> out(n);
+  for (const int id : order) {  // a cycle (refused by the analysis) leaves its nodes without arrows
+    auto& mine = out[static_cast<std::size_t>(id)];
+    for (const int p : pred[static_cast<std::size_t>(id)]) {
       const auto pi = static_cast<std::size_t>(p);
-      if (leaves_record(g.nodes[pi].kind)) out[n].insert(p);
-      else stack.insert(stack.end(), pred[pi].begin(), pred[pi].end());
+      if (leaves_record(g.nodes[pi].kind)) {
+        mine.insert(p);
+      } else {
+        mine.insert(out[pi].begin(), out[pi].end());
+      }
     }
   }
   return out;

@@ -82,6 +82,16 @@ std::optional<int> env_int(const json& env, const char* key) {
   return v;
 }
 
+// Names come from the traced program: control characters (escape sequences, newlines, NUL) would
+// reach a terminal or break a table row. Each becomes '?'; the length is bounded.
+std::string printable(std::string_view text) {
+  constexpr std::size_t kMaxName = 4096;
+  std::string out(text.substr(0, kMaxName));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 bool known_node_type(std::string_view t) {
   static constexpr std::string_view kTypes[] = {"kernel",   "memcpy",       "memset", "mem_alloc",
                                                 "mem_free", "event_record", "other"};
@@ -163,7 +173,7 @@ class FileReader {
       case ChunkType::records: return records(payload);
       case ChunkType::launches: return launches(payload);
       case ChunkType::note:
-        out_.notes.emplace_back(payload.substr(0, 4096));
+        out_.notes.push_back(printable(payload));
         return;
       case ChunkType::footer: return footer(payload);
     }
@@ -174,18 +184,18 @@ class FileReader {
     const auto j = parse_object(payload);
     if (!j) return warn_once("a meta chunk is not a JSON object (skipped)");
     out_.has_meta = true;
-    out_.host = string_field(*j, "host");
-    out_.boot_id = string_field(*j, "boot_id");
+    out_.host = printable(string_field(*j, "host"));
+    out_.boot_id = printable(string_field(*j, "boot_id"));
     out_.pid = int_field(*j, "pid").value_or(0);
     out_.ppid = int_field(*j, "ppid").value_or(0);
-    out_.exe = string_field(*j, "exe");
+    out_.exe = printable(string_field(*j, "exe"));
     out_.cupti_version = small_int(*j, "cupti_version").value_or(0);
     out_.started_ns = uint_field(*j, "started_ns");
     if (const auto env = j->find("env"); env != j->end() && env->is_object()) {
       out_.rank = env_int(*env, "RANK");
       out_.local_rank = env_int(*env, "LOCAL_RANK");
       out_.world_size = env_int(*env, "WORLD_SIZE");
-      out_.cuda_visible_devices = string_field(*env, "CUDA_VISIBLE_DEVICES");
+      out_.cuda_visible_devices = printable(string_field(*env, "CUDA_VISIBLE_DEVICES"));
     }
   }
 
@@ -194,9 +204,9 @@ class FileReader {
     if (!j) return warn_once("a device chunk is not a JSON object (skipped)");
     TracedDevice d;
     d.ordinal = small_int(*j, "ordinal").value_or(0);
-    d.name = string_field(*j, "name");
-    d.uuid = string_field(*j, "uuid");
-    d.pci_bus_id = string_field(*j, "pci_bus_id");
+    d.name = printable(string_field(*j, "name"));
+    d.uuid = printable(string_field(*j, "uuid"));
+    d.pci_bus_id = printable(string_field(*j, "pci_bus_id"));
     for (auto& existing : out_.devices)
       if (existing.ordinal == d.ordinal) {
         existing = std::move(d);
@@ -209,7 +219,7 @@ class FileReader {
     if (payload.size() < 4) return warn_once("a name chunk shorter than its id (skipped)");
     const std::uint32_t id = get_u32(payload, 0);
     if (id == 0) return warn_once("a name chunk with id 0 (skipped)");
-    names_[id] = std::string(payload.substr(4));
+    names_[id] = printable(payload.substr(4));
   }
 
   void graph(std::string_view payload) {
@@ -230,7 +240,7 @@ class FileReader {
       info.id = uint_field(n, "id");
       info.type = string_field(n, "type");
       if (!known_node_type(info.type)) info.type = "other";
-      info.name = string_field(n, "name");
+      info.name = printable(string_field(n, "name"));
       info.bytes = std::max<std::int64_t>(int_field(n, "bytes").value_or(0), 0);
       info.device = small_int(n, "device").value_or(-1);
       g.nodes.push_back(std::move(info));

@@ -390,3 +390,56 @@ TEST_CASE("the Chrome trace of a long run keeps the first replays and the outlie
   all.max_replays = 0;
   CHECK(slices(render_chrome_trace(t.run, a, 0, all)).first == 4 * 30);
 }
+
+TEST_CASE("trace file: control characters in a traced program's names never reach the report", "[trace]") {
+  FakeProcess fp;
+  fp.k2_name = "void k2\x1b[31m\nred(int)";
+  fp.host = "node\r1";
+  const TracedRun t = merge_traces({fp.parsed()}, {});
+  REQUIRE(t.run.variants.size() == 1);
+  for (const auto& n : t.run.variants[0].graph.nodes) {
+    for (const char c : n.name) CHECK(static_cast<unsigned char>(c) >= 0x20);
+    for (const char c : n.label) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  }
+  CHECK(t.processes[0].host == "node?1");
+}
+
+TEST_CASE("the Chrome trace of a long chain of record-less nodes is linear", "[trace]") {
+  // 60,000 event nodes between two kernels: the flow from the first kernel to the last must be found
+  // without walking the chain once per node.
+  VariantRun v;
+  v.scenario.name = "chain";
+  v.scenario.replays = 1;
+  v.scenario.warmup = 0;
+  v.graph.ranks = 2;
+  v.graph.layers = 1;
+  const int n = 60'002;
+  for (int i = 0; i < n; ++i) {
+    Node node;
+    node.id = i;
+    node.rank = i == n - 1 ? 1 : 0;
+    node.stream = node.rank;
+    node.kind = (i == 0 || i == n - 1) ? NodeKind::kernel : NodeKind::other;
+    node.role = Role::traced;
+    node.label = fmt::format("r{}.n{}", node.rank, i);
+    v.graph.nodes.push_back(node);
+    if (i > 0) v.graph.edges.push_back(Edge{i - 1, i});
+  }
+  for (const int id : {0, n - 1}) {
+    ActivityRecord a;
+    a.node = id;
+    a.replay = 0;
+    a.start_ns = 1'000'000 + static_cast<std::uint64_t>(id == 0 ? 0 : 20'000);
+    a.end_ns = a.start_ns + 10'000;
+    a.stream_id = static_cast<std::uint32_t>(id == 0 ? 0 : 1);
+    v.records.push_back(a);
+  }
+  RunData run;
+  run.variants.push_back(v);
+  const RunAnalysis a = analyze_run(run);
+  const json doc = json::parse(render_chrome_trace(run, a, 0));
+  int flows = 0;
+  for (const auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == "s" && e.at("cat") == "cross-rank") ++flows;
+  CHECK(flows == 1);
+}
