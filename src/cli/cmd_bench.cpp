@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "cli/device_limits.hpp"
 #include "cli/kernel_layer.hpp"
 #include "core/atomic_file.hpp"
@@ -60,7 +61,7 @@ struct BenchArgs {
   int tile = -1;
   bool all_tiles = false;
   bool no_limits = false;
-  std::uint64_t seed = 1;
+  std::string seed = "1";  // parsed strictly: "-1" or 2^64 are refused, never wrapped
 };
 
 std::vector<int> parse_tokens(const std::string& text) {
@@ -182,7 +183,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   auto put = std::back_inserter(table);
   const Routing routing = build_routing(g);
   cuda::RankLayer layer(args.device, g, routing, weights, layout, args.tile);
-  layer.upload_input(make_layer_input(g, args.seed));
+  layer.upload_input(make_layer_input(g, parse_seed_flag(args.seed, "--seed")));
   {
     // One plain run first, so every intermediate the GEMMs-only graph reads holds real values.
     const cuda::DeviceScope scope(args.device);
@@ -334,6 +335,7 @@ void run_bench(const BenchArgs& args) {
   const std::vector<int> tokens = parse_tokens(args.tokens);
   const Layout layout = parse_layout(args.layout, "--layout");
   if (args.replays < 1) throw InputError(fmt::format("--replays {}: needs >= 1", args.replays));
+  (void)parse_seed_flag(args.seed, "--seed");  // a bad seed is bad input, GPU or not
   cuda::require_device("tpgraph bench times the kernels and needs");
   const auto devices = cuda::query_devices();
   if (args.device < 0 || args.device >= static_cast<int>(devices.size())) {
@@ -374,7 +376,7 @@ void run_bench(const BenchArgs& args) {
   std::fflush(stdout);
 
   Geometry g;  // the harness's geometry; only the token count varies
-  const RankWeights weights = make_rank_weights(g, 0, WeightsKind::random, args.seed);
+  const RankWeights weights = make_rank_weights(g, 0, WeightsKind::random, parse_seed_flag(args.seed, "--seed"));
   nlohmann::json results = nlohmann::json::array();
   for (const int t : tokens) {
     g.tokens = t;
@@ -457,7 +459,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, kernels::gemm_tile_count() - 1));
   cmd->add_flag("--all-tiles", args->all_tiles, "also time the three GEMMs with every tile");
   cmd->add_flag("--no-limits", args->no_limits, "skip measuring the memory and tensor-core limits (for profilers)");
-  cmd->add_option("--seed", args->seed, "seed of weights and inputs")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed of weights and inputs (0 .. 2^64-1)")->capture_default_str();
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -213,6 +213,9 @@ int status_of(const std::string& args) {
 TEST_CASE("numeric flags are parsed whole: no wrap-around, no silent drop", "[cli][errors][hostile]") {
   check_rejected("plan --seed -1", "--seed: '-1' is not accepted; accepted: a whole number from 0 to 18446744073709551615");
   check_rejected("plan --seed 18446744073709551616", "--seed: '18446744073709551616' is not accepted");
+  // bench parses its own seed the same way, before it looks for a GPU.
+  check_rejected("bench --seed -1", "--seed: '-1' is not accepted");
+  check_rejected("bench --seed 18446744073709551616", "--seed: '18446744073709551616' is not accepted");
   check_rejected("plan --tokens ''", "--tokens: '' is not accepted");
   check_rejected("plan --replays 5x", "--replays: '5x' is not accepted");
   const auto r = tpgraph("plan --json --tokens 43 --seed 18446744073709551615");
