@@ -496,11 +496,12 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
         if (index[p].graph_fingerprint[static_cast<std::size_t>(slot.graph)] != grp.fp) continue;
         ord.emplace(files[p].records[r].correlation_id, 0);
       }
-      for (const auto& l : files[p].launches) {
-        if (l.exec == 0) continue;
-        for (const auto& g : files[p].graphs)
-          if (g.exec == l.exec && fingerprint(g) == grp.fp) ord.emplace(l.correlation_id, 0);
-      }
+      // Launches whose records were all lost still count as replays of this graph.
+      std::set<std::uint32_t> execs_of_graph;
+      for (std::size_t g = 0; g < files[p].graphs.size(); ++g)
+        if (index[p].graph_fingerprint[g] == grp.fp) execs_of_graph.insert(files[p].graphs[g].exec);
+      for (const auto& l : files[p].launches)
+        if (l.exec != 0 && execs_of_graph.count(l.exec) > 0) ord.emplace(l.correlation_id, 0);
       int next = 0;
       for (auto& [corr, o] : ord) o = next++;
       replays = std::max(replays, next);
