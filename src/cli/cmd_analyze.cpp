@@ -37,15 +37,9 @@ void analyze(const AnalyzeOptions& opts) {
   if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
     const std::filesystem::path from = opts.run;
     const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
-    std::string detail;
-    if (opts.replay) {
-      const TracedRun traced = merge_traces(read_process_files(from / "procs"),
-                                            merge_options(opts.assume_synced, opts.align_collectives));
-      detail = render_replay_detail(traced.run, analyze_run(traced.run), *opts.replay);
-    }
     const std::size_t written =
-        analyze_trace_folder(from, dir, merge_options(opts.assume_synced, opts.align_collectives));
-    fmt::print("{}wrote {} files to {}\n", detail, written, dir.string());
+        analyze_trace_folder(from, dir, merge_options(opts.assume_synced, opts.align_collectives), opts.replay);
+    fmt::print("wrote {} files to {}\n", written, dir.string());
     return;
   }
   const std::filesystem::path records = resolve_records_path(opts.run);
@@ -54,7 +48,7 @@ void analyze(const AnalyzeOptions& opts) {
   if (from.empty()) from = ".";
   const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
   // Analysing a run in its own folder leaves its records.json untouched.
-  const RunAnalysis analysis = analyze_run(run);
+  const RunAnalysis analysis = analyze_run(run, AnalysisOptions{.replay = opts.replay});
   const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
   const OutputSelection selection{.trace = !opts.no_trace, .timeline = !opts.no_timeline};
   // --out gets the records.json that was read, copied byte for byte.

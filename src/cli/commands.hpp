@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 
 #include "core/traced_run.hpp"
 
@@ -25,8 +26,9 @@ struct ExitRequest {
 
 // cmd_trace.cpp, shared with analyze: the clock flags as merge options (InputError when both), and
 // every output of a trace folder (its procs/ record files) written into `dir`; returns the count.
+// With `replay`, that replay is also printed in full (analyze --replay).
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
-                                 const TraceMergeOptions& options);
+                                 const TraceMergeOptions& options, std::optional<int> replay = std::nullopt);
 
 }  // namespace tpgraph::cli

@@ -95,6 +95,10 @@ void install_signal_cleanup() {
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  write_file_atomically(path, [&](const WriteSink& sink) { sink(contents); });
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(const WriteSink&)>& produce) {
   const std::filesystem::path parent = path.parent_path();
   if (!parent.empty()) {
     std::error_code ec;
@@ -117,14 +121,32 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   std::FILE* file = std::fopen(temp.c_str(), "wb");
   if (file == nullptr)
     throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
-  const std::size_t written = std::fwrite(contents.data(), 1, contents.size(), file);
-  const int write_errno = errno;
-  const bool flushed = std::fflush(file) == 0;
-  const bool closed = std::fclose(file) == 0;
-  if (written != contents.size() || !flushed || !closed) {
+  std::size_t written = 0;
+  int write_errno = 0;
+  bool failed = false;
+  try {
+    produce([&](std::string_view piece) {
+      if (failed || piece.empty()) return;  // after a failed write the rest is dropped
+      const std::size_t n = std::fwrite(piece.data(), 1, piece.size(), file);
+      written += n;
+      if (n != piece.size()) {
+        failed = true;
+        write_errno = errno;
+      }
+    });
+  } catch (...) {
+    std::fclose(file);
     std::remove(temp.c_str());
-    throw std::runtime_error(fmt::format("{}: write failed after {} of {} bytes: {}", path.string(),
-                                         written, contents.size(), std::strerror(write_errno)));
+    throw;
+  }
+  const bool flushed = std::fflush(file) == 0;
+  if (!flushed && !failed) write_errno = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (!closed && !failed && flushed) write_errno = errno;
+  if (failed || !flushed || !closed) {
+    std::remove(temp.c_str());
+    throw std::runtime_error(fmt::format("{}: write failed after {} bytes: {}", path.string(), written,
+                                         std::strerror(write_errno)));
   }
   std::error_code ec;
   std::filesystem::rename(temp, path, ec);

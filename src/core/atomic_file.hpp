@@ -3,6 +3,7 @@
 // The temporary names are removed on SIGINT, SIGTERM and SIGHUP too (install_signal_cleanup).
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 namespace tpgraph {
@@ -12,6 +13,9 @@ namespace tpgraph {
 // symlink, a device node (/dev/stdout, /dev/full) or a FIFO would replace it with a regular file.
 // A write that fails midway removes the temporary file and throws std::runtime_error.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+// The same, for contents too large to hold: `produce` hands them to the sink piece by piece.
+using WriteSink = std::function<void(std::string_view)>;
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(const WriteSink&)>& produce);
 
 // While one of these lives, `path` (a file, or a folder and everything under it, a few levels
 // deep) is removed if the process is stopped by SIGINT, SIGTERM or SIGHUP. A handful can be

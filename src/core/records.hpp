@@ -3,13 +3,14 @@
 // analysis runs (and is tested) without a GPU. Raw records are saved with every run.
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace tpgraph {
 
-enum class ActivityKind { kernel, memcpy, memcpy_peer, memset };
+enum class ActivityKind : std::uint8_t { kernel, memcpy, memcpy_peer, memset };
 [[nodiscard]] constexpr std::string_view to_string(ActivityKind k) {
   switch (k) {
     case ActivityKind::kernel: return "kernel";
@@ -20,19 +21,43 @@ enum class ActivityKind { kernel, memcpy, memcpy_peer, memset };
   return "unknown";
 }
 
+// A kernel or copy name, its text stored once per process however many records carry it: a traced
+// program's ten million records hold a pointer each, not a string each. Interning takes a lock
+// (the CUPTI buffer thread and the reader both make names); copying and comparing a RecordName do not.
+// Names are never freed: a process sees a few thousand distinct ones.
+class RecordName {
+ public:
+  RecordName() = default;
+  RecordName(std::string_view text);  // NOLINT(google-explicit-constructor): records are filled from strings
+  RecordName(const char* text) : RecordName(std::string_view(text)) {}          // NOLINT(google-explicit-constructor)
+  RecordName(const std::string& text) : RecordName(std::string_view(text)) {}   // NOLINT(google-explicit-constructor)
+
+  [[nodiscard]] const std::string& str() const;
+  [[nodiscard]] bool empty() const { return text_ == nullptr; }
+  // One text, one pointer: equal names are the same object.
+  friend bool operator==(const RecordName& a, const RecordName& b) { return a.text_ == b.text_; }
+  friend bool operator==(const RecordName& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const RecordName& a, const char* b) { return a.str() == std::string_view(b); }
+  friend std::ostream& operator<<(std::ostream& out, const RecordName& name);
+
+ private:
+  const std::string* text_ = nullptr;  // nullptr: the empty name
+};
+
+// Fields ordered largest first: ten million records are 640 MB, not 960.
 struct ActivityRecord {
-  ActivityKind kind = ActivityKind::kernel;
   std::uint64_t start_ns = 0;  // CUPTI's timestamp: one host time base for all GPUs
   std::uint64_t end_ns = 0;
-  int device = 0;
+  std::uint64_t graph_node_id = 0;  // the instantiated node's id
+  std::int64_t bytes = 0;           // memcpy/memset
+  RecordName name;                        // kernel name, or the copy's kind
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
   std::uint32_t graph_id = 0;
-  std::uint64_t graph_node_id = 0;  // the instantiated node's id
-  std::int64_t bytes = 0;           // memcpy/memset
-  std::string name;                 // kernel name
   int node = -1;                    // layer-graph node id; -1: matched no node
   int replay = -1;                  // replay index (warm-up replays are dropped before analysis)
+  std::int16_t device = 0;
+  ActivityKind kind = ActivityKind::kernel;
 };
 
 // A run's collection health: any non-zero count makes every output say so.

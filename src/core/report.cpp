@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -378,6 +379,98 @@ json health_json(const VariantTimeline& v) {
               {"missing", h.missing}};
 }
 
+// `text`, a value as dump(1) prints it at the top level, as it prints `depth` levels down: every
+// line after the first indented by `depth` more spaces (JSON strings hold no raw newline).
+std::string indented(const std::string& text, std::size_t depth) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    out += c;
+    if (c == '\n') out.append(depth, ' ');
+  }
+  return out;
+}
+
+using Sink = std::function<void(std::string_view)>;
+
+// `object` as dump(1) prints it at `depth`; `member(key, depth)` may write a member's value itself
+// (returning true), for values too large to hold.
+void write_object(const json& object, std::size_t depth, const Sink& sink,
+                  const std::function<bool(const std::string&, std::size_t)>& member) {
+  if (object.empty()) {
+    sink("{}");
+    return;
+  }
+  sink("{\n");
+  std::size_t k = 0;
+  for (auto it = object.begin(); it != object.end(); ++it, ++k) {
+    sink(std::string(depth + 1, ' ') + json(it.key()).dump() + ": ");
+    if (!member(it.key(), depth + 1)) sink(indented(it->dump(1), depth + 1));
+    sink(k + 1 < object.size() ? ",\n" : "\n");
+  }
+  sink(std::string(depth, ' ') + "}");
+}
+
+// An array of `count` elements as dump(1) prints it at `depth`; `element(i, depth)` writes each.
+void write_array(std::size_t count, std::size_t depth, const Sink& sink,
+                 const std::function<void(std::size_t, std::size_t)>& element) {
+  if (count == 0) {
+    sink("[]");
+    return;
+  }
+  sink("[\n");
+  for (std::size_t i = 0; i < count; ++i) {
+    sink(std::string(depth + 1, ' '));
+    element(i, depth + 1);
+    sink(i + 1 < count ? ",\n" : "\n");
+  }
+  sink(std::string(depth, ' ') + "]");
+}
+
+// One replay of report.json's "replays" list.
+json replay_json(const VariantRun& vr, const VariantTimeline& v, const RunAnalysis& analysis, const ReplayTimeline& rt) {
+  json rank_rows = json::array();
+  for (const auto& w : rt.ranks) {
+    rank_rows.push_back(json{{"rank", w.rank},
+                             {"present", w.present},
+                             {"offset_us", w.present ? json(us3(w.offset_us)) : json(nullptr)},
+                             {"span_us", w.present ? json(us3(w.span_us)) : json(nullptr)},
+                             {"ops", w.ops},
+                             {"event_span_us", opt_json(w.event_span_us, 3)}});
+  }
+  json rt_vs_root = json::array();
+  for (const auto& o : rt.overlap_vs_root) rt_vs_root.push_back(opt_json(o, 4));
+  json rt_busy_vs_root = json::array();
+  for (const auto& o : rt.busy_vs_root) rt_busy_vs_root.push_back(opt_json(o, 4));
+  // The path of the median-span replay and of each outlier: every replay's would grow the file
+  // by a few hundred lines per replay; `analyze --replay N` prints any other.
+  const bool path_listed =
+      rt.replay == v.critical_path.typical_replay ||
+      std::any_of(v.outliers.begin(), v.outliers.end(), [&](const OutlierReplay& o) { return o.replay == rt.replay; });
+  json path = path_listed ? json::array() : json(nullptr);
+  for (const auto& l : path_listed ? rt.critical_path : std::vector<PathLink>{})
+    path.push_back(json{{"kind", std::string(to_string(l.kind))},
+                        {"node", l.node},
+                        {"label", l.node >= 0 ? json(node_name(vr.graph, l.node)) : json(nullptr)},
+                        {"held", l.held},
+                        {"occupant", l.occupant},
+                        {"us", us3(l.us)}});
+  return json{{"replay", rt.replay},
+              {"begin_us", rt.present ? json(us3(static_cast<double>(rt.begin_ns - analysis.base_ns) / 1000.0))
+                                      : json(nullptr)},
+              {"duration_us", rt.present ? json(us3(static_cast<double>(rt.end_ns - rt.begin_ns) / 1000.0))
+                                         : json(nullptr)},
+              {"overlap", opt_json(rt.overlap, 4)},
+              {"overlap_vs_root", rt_vs_root},
+              {"busy_overlap", opt_json(rt.busy_overlap, 4)},
+              {"busy_vs_root", rt_busy_vs_root},
+              {"verdict_overlap", opt_json(rt.verdict_overlap, 4)},
+              {"verdict", std::string(to_string(rt.verdict))},
+              {"span_us", rt.present ? json(us3(rt.span_us)) : json(nullptr)},
+              {"ranks", rank_rows},
+              {"critical_path", path}};
+}
+
 json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i, const std::string& folder) {
   const VariantRun& vr = run.variants[i];
   const VariantTimeline& v = analysis.variants[i];
@@ -462,49 +555,6 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                       {"last_verdict", std::string(to_string(st.last_verdict))},
                       {"text", steadiness_text(v)}}
                : json{{"known", false}, {"text", steadiness_text(v)}};
-  json replays = json::array();
-  for (const auto& rt : v.replays) {
-    json rank_rows = json::array();
-    for (const auto& w : rt.ranks) {
-      rank_rows.push_back(json{{"rank", w.rank},
-                               {"present", w.present},
-                               {"offset_us", w.present ? json(us3(w.offset_us)) : json(nullptr)},
-                               {"span_us", w.present ? json(us3(w.span_us)) : json(nullptr)},
-                               {"ops", w.ops},
-                               {"event_span_us", opt_json(w.event_span_us, 3)}});
-    }
-    json rt_vs_root = json::array();
-    for (const auto& o : rt.overlap_vs_root) rt_vs_root.push_back(opt_json(o, 4));
-    json rt_busy_vs_root = json::array();
-    for (const auto& o : rt.busy_vs_root) rt_busy_vs_root.push_back(opt_json(o, 4));
-    // The path of the median-span replay and of each outlier: every replay's would grow the file
-    // by a few hundred lines per replay; `analyze --replay N` prints any other.
-    const bool path_listed =
-        rt.replay == v.critical_path.typical_replay ||
-        std::any_of(v.outliers.begin(), v.outliers.end(), [&](const OutlierReplay& o) { return o.replay == rt.replay; });
-    json path = path_listed ? json::array() : json(nullptr);
-    for (const auto& l : path_listed ? rt.critical_path : std::vector<PathLink>{})
-      path.push_back(json{{"kind", std::string(to_string(l.kind))},
-                          {"node", l.node},
-                          {"label", l.node >= 0 ? json(node_name(vr.graph, l.node)) : json(nullptr)},
-                          {"held", l.held},
-                          {"occupant", l.occupant},
-                          {"us", us3(l.us)}});
-    replays.push_back(json{{"replay", rt.replay},
-                           {"begin_us", rt.present ? json(us3(static_cast<double>(rt.begin_ns - analysis.base_ns) / 1000.0))
-                                                   : json(nullptr)},
-                           {"duration_us", rt.present ? json(us3(static_cast<double>(rt.end_ns - rt.begin_ns) / 1000.0))
-                                                      : json(nullptr)},
-                           {"overlap", opt_json(rt.overlap, 4)},
-                           {"overlap_vs_root", rt_vs_root},
-                           {"busy_overlap", opt_json(rt.busy_overlap, 4)},
-                           {"busy_vs_root", rt_busy_vs_root},
-                           {"verdict_overlap", opt_json(rt.verdict_overlap, 4)},
-                           {"verdict", std::string(to_string(rt.verdict))},
-                           {"span_us", rt.present ? json(us3(rt.span_us)) : json(nullptr)},
-                           {"ranks", rank_rows},
-                           {"critical_path", path}});
-  }
   json check = nullptr;
   if (vr.output_check) {
     const Comparison& c = *vr.output_check;
@@ -568,7 +618,7 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                   {"cost", opt_json(v.tracing_cost, 4)}}},
             {"node_waits", waits},
             {"output_check", check}}},
-      {"replays", replays},
+      {"replays", nullptr},  // streamed by write_report_json: one replay at a time
       {"notes", notes}};
 }
 
@@ -900,7 +950,8 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   return out;
 }
 
-std::string render_report_json(const RunData& run, const RunAnalysis& analysis) {
+void write_report_json(const RunData& run, const RunAnalysis& analysis,
+                       const std::function<void(std::string_view)>& sink) {
   const auto folders = variant_folder_names(run);
   json devices = json::array();
   for (const auto& d : run.env.devices)
@@ -909,7 +960,7 @@ std::string render_report_json(const RunData& run, const RunAnalysis& analysis) 
                            {"sm_count", d.sm_count},
                            {"memory_bytes", d.memory_bytes},
                            {"pci_bus_id", d.pci_bus_id}});
-  json variants = json::array();
+  std::vector<json> variants;  // each with "replays" to be streamed
   for (std::size_t i = 0; i < analysis.variants.size(); ++i)
     variants.push_back(variant_json(run, analysis, i, folders[i]));
   json banners = json::array();
@@ -935,8 +986,30 @@ std::string render_report_json(const RunData& run, const RunAnalysis& analysis) 
       {"collection_clean", analysis.collection_clean()},
       {"banners", banners},
       {"time_base_ns", analysis.base_ns},
-      {"variants", variants}};
-  return doc.dump(1) + "\n";
+      {"variants", json::array()}};  // streamed below
+  // As doc.dump(1) prints it, with each variant's replays made and written one at a time: a trace
+  // of half a million replays would otherwise hold every one as a JSON value, then as text.
+  write_object(doc, 0, sink, [&](const std::string& key, std::size_t depth) {
+    if (key != "variants") return false;
+    write_array(variants.size(), depth, sink, [&](std::size_t i, std::size_t variant_depth) {
+      write_object(variants[i], variant_depth, sink, [&](const std::string& member, std::size_t replays_depth) {
+        if (member != "replays") return false;
+        const VariantTimeline& v = analysis.variants[i];
+        write_array(v.replays.size(), replays_depth, sink, [&](std::size_t r, std::size_t replay_depth) {
+          sink(indented(replay_json(run.variants[i], v, analysis, v.replays[r]).dump(1), replay_depth));
+        });
+        return true;
+      });
+    });
+    return true;
+  });
+  sink("\n");
+}
+
+std::string render_report_json(const RunData& run, const RunAnalysis& analysis) {
+  std::string out;
+  write_report_json(run, analysis, [&](std::string_view text) { out += text; });
+  return out;
 }
 
 std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis, int replay) {
@@ -955,6 +1028,8 @@ std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis
       fmt::format_to(it, ": no records\n\n");
       continue;
     }
+    if (!v.has_detail(replay) && !g.nodes.empty())
+      throw std::logic_error(fmt::format("replay {} was analysed without its detail (AnalysisOptions::replay)", replay));
     const ReplayTimeline& rt = v.replays[static_cast<std::size_t>(replay)];
     fmt::format_to(it, " · span {:.1f} µs (median {:.1f})", rt.span_us, v.span_us.median);
     const auto outlier = std::find_if(v.outliers.begin(), v.outliers.end(),

@@ -2,7 +2,9 @@
 // report.json. Each reads the run (what was recorded) and its analysis (what it means); none
 // recomputes anything, so `tpgraph analyze` reproduces them byte for byte.
 #pragma once
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/run_data.hpp"
@@ -46,5 +48,8 @@ inline constexpr int kReportSchemaVersion = 2;
 [[nodiscard]] std::string render_terminal_table(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_report_markdown(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_report_json(const RunData& run, const RunAnalysis& analysis);
+// The same text handed to `sink` piece by piece: the replay lists are never held whole.
+void write_report_json(const RunData& run, const RunAnalysis& analysis,
+                       const std::function<void(std::string_view)>& sink);
 
 }  // namespace tpgraph

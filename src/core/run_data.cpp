@@ -286,13 +286,13 @@ LayerGraph graph_from_json(const Reader& r, const Scenario& scenario) {
 
 json records_to_json(const std::vector<ActivityRecord>& records) {
   json names = json::array();
-  std::map<std::string, int> name_index;
+  std::map<const std::string*, int> name_index;  // a Name's text is interned: its address is its identity
   json rows = json::array();
   for (const auto& a : records) {
     int name = -1;
     if (!a.name.empty()) {
-      const auto [it, added] = name_index.emplace(a.name, static_cast<int>(names.size()));
-      if (added) names.push_back(a.name);
+      const auto [it, added] = name_index.emplace(&a.name.str(), static_cast<int>(names.size()));
+      if (added) names.push_back(a.name.str());
       name = it->second;
     }
     rows.push_back(json::array({a.replay, a.node, std::string(to_string(a.kind)), a.start_ns, a.end_ns,
@@ -389,7 +389,7 @@ class RowStream {
     a.kind = row.at(2).enumeration(kActivityKinds);
     a.start_ns = row.at(3).unsigned64();
     a.end_ns = row.at(4).unsigned64();
-    a.device = row.at(5).int32(0, kMaxDevice);
+    a.device = static_cast<std::int16_t>(row.at(5).int32(0, kMaxDevice));
     a.stream_id = row.at(6).unsigned32();
     a.correlation_id = row.at(7).unsigned32();
     a.graph_id = row.at(8).unsigned32();
@@ -421,9 +421,9 @@ std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count, s
     if (columns.at(c).string() != kRecordColumns[c])
       columns.at(c).fail(fmt::format("expected column '{}'", kRecordColumns[c]));
   }
-  std::vector<std::string> names;
+  std::vector<RecordName> names;
   const Reader names_r = r.at("names");
-  for (std::size_t i = 0; i < names_r.size_of_array(); ++i) names.push_back(names_r.at(i).string());
+  for (std::size_t i = 0; i < names_r.size_of_array(); ++i) names.emplace_back(names_r.at(i).string());
 
   const Reader rows_r = r.at("rows");
   (void)rows_r.size_of_array();  // an array (its elements were streamed out)

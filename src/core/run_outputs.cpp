@@ -50,7 +50,9 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     if (!v.cuda_graph_dot.empty()) write(sub / "cuda-graph.dot", v.cuda_graph_dot);
   }
   write(dir / "report.md", render_report_markdown(run, analysis));
-  write(dir / "report.json", render_report_json(run, analysis));
+  write_file_atomically(dir / "report.json",
+                        [&](const WriteSink& sink) { write_report_json(run, analysis, sink); });
+  files.push_back(dir / "report.json");
   return files;
 }
 

@@ -106,11 +106,11 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   const VariantTimeline& v = analysis.variants.at(variant);
   const LayerGraph& g = vr.graph;
 
-  // The replays shown: the first ones with records.
+  // The replays shown: the first ones with records (and with their detail kept, as the first are).
   std::vector<int> shown;
   for (const auto& rt : v.replays) {
     if (static_cast<int>(shown.size()) >= options.replays_shown) break;
-    if (rt.present) shown.push_back(rt.replay);
+    if (rt.present && v.has_detail(rt.replay)) shown.push_back(rt.replay);
   }
   std::uint64_t t0 = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t t1 = 0;

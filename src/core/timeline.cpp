@@ -221,20 +221,21 @@ struct Work {
   int replay = -1;  // -1: outside the replays
 };
 
-// A stretch of time during which a GPU ran recorded work, owned by one interval of `work`: the one
-// running then that started first (ties: the order of `work`, sorted by start, end, replay, node).
+// A stretch of time during which a GPU ran recorded work, owned by one interval: the one running
+// then that started first (ties: the order of the intervals, sorted by start, end, replay, node).
 struct Segment {
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
-  std::size_t owner = 0;
+  int node = -1;    // the owner's node; -1: a record that matches no node
+  int replay = -1;  // the owner's replay; -1: outside the replays
 };
 
 struct DeviceTimeline {
-  std::vector<Work> work;
   std::vector<Segment> segments;  // disjoint, in time order; gaps are idle time
 
-  // One sort and one sweep; adjacent stretches of one owner merge.
-  void build() {
+  // One sort and one sweep; adjacent stretches of one interval merge. `work` is consumed: only
+  // the segments stay (a trace of ten million records keeps 24 bytes per stretch, not two copies).
+  void build(std::vector<Work> work) {
     std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) {
       return std::tie(a.start, a.end, a.replay, a.node) < std::tie(b.start, b.end, b.replay, b.node);
     });
@@ -243,6 +244,7 @@ struct DeviceTimeline {
     std::set<std::size_t> active;
     std::size_t i = 0;
     std::uint64_t t = 0;
+    std::size_t last_owner = std::numeric_limits<std::size_t>::max();
     while (i < work.size() || !active.empty()) {
       if (active.empty()) t = work[i].start;
       for (; i < work.size() && work[i].start <= t; ++i) {
@@ -254,10 +256,11 @@ struct DeviceTimeline {
       std::uint64_t next = ends.top().first;
       if (i < work.size()) next = std::min(next, work[i].start);
       const std::size_t owner = *active.begin();
-      if (!segments.empty() && segments.back().owner == owner && segments.back().end == t) {
+      if (!segments.empty() && last_owner == owner && segments.back().end == t) {
         segments.back().end = next;
       } else {
-        segments.push_back(Segment{t, next, owner});
+        segments.push_back(Segment{t, next, work[owner].node, work[owner].replay});
+        last_owner = owner;
       }
       t = next;
       while (!ends.empty() && ends.top().first <= t) {
@@ -265,6 +268,7 @@ struct DeviceTimeline {
         ends.pop();
       }
     }
+    segments.shrink_to_fit();
   }
 
   // Index of the first segment ending after t.
@@ -275,24 +279,25 @@ struct DeviceTimeline {
   }
 };
 
-// Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest.
-WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi) {
+// Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest. `busy` gets the
+// contention in ns, exactly.
+WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi,
+                     std::uint64_t& busy) {
   WaitParts parts;
+  busy = 0;
   if (hi <= lo) return parts;
-  std::uint64_t busy = 0;
   std::vector<std::pair<Occupant, std::uint64_t>> seen;
   for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
     const Segment& s = d.segments[k];
-    const Work& w = d.work[s.owner];
-    if (w.node == node && w.replay == replay) continue;
+    if (s.node == node && s.replay == replay) continue;
     const std::uint64_t part = std::min(s.end, hi) - std::max(s.begin, lo);
     busy += part;
-    const bool other = w.replay != replay || w.node < 0;
+    const bool other = s.replay != replay || s.node < 0;
     const auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& o) {
-      return o.first.node == w.node && o.first.other_replay == other;
+      return o.first.node == s.node && o.first.other_replay == other;
     });
     if (it != seen.end()) it->second += part;
-    else seen.push_back({Occupant{w.node, other, 0}, part});
+    else seen.push_back({Occupant{s.node, other, 0}, part});
   }
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
     return std::tie(b.second, a.first.node, a.first.other_replay) < std::tie(a.second, b.first.node, b.first.other_replay);
@@ -353,15 +358,14 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
         continue;
       }
       const Segment& s = d.segments[k - 1];
-      const Work& w = d.work[s.owner];
-      if (w.replay == replay && w.node >= 0 && w.node != cur && !visited[static_cast<std::size_t>(w.node)] &&
-          nodes[static_cast<std::size_t>(w.node)].recorded) {
-        next = w.node;  // it held the GPU while `cur` waited: the path runs through it
+      if (s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
+          nodes[static_cast<std::size_t>(s.node)].recorded) {
+        next = s.node;  // it held the GPU while `cur` waited: the path runs through it
         held = cur;
         break;
       }
       const std::uint64_t from = std::max(s.begin, lo);
-      add(PathLinkKind::contention, cur, from, t, -1, w.node);
+      add(PathLinkKind::contention, cur, from, t, -1, s.node);
       t = from;
     }
     if (next < 0 && t > lo) {  // no records on this GPU at all
@@ -377,101 +381,59 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
 
 double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
 
-}  // namespace
-
-const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
-  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
-  const int i = wait_index[static_cast<std::size_t>(node)];
-  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
-}
-
-VariantTimeline analyze_variant(const VariantRun& v) {
-  const LayerGraph& g = v.graph;
-  const std::size_t node_count = g.nodes.size();
-  VariantTimeline out;
-  out.name = v.scenario.name;
-  out.ranks = std::max(g.ranks, 1);
-  out.layers = 1;
-  for (const auto& n : g.nodes) out.layers = std::max(out.layers, n.layer + 1);
-  out.ranks_share_gpu = v.ranks_share_gpu;
-  out.rank_device.assign(static_cast<std::size_t>(out.ranks), -1);
-  for (const auto& n : g.nodes) {
-    auto& d = out.rank_device[static_cast<std::size_t>(n.rank)];
-    if (d < 0) d = n.device;
+// One node in one replay as the summaries over replays need it: 48 bytes where a NodeTiming with
+// its occupants takes over 100 (a trace of ten million records keeps one per record).
+struct Sample {
+  std::uint64_t start_ns = 0;  // 0: no record
+  std::uint64_t end_ns = 0;
+  std::uint64_t ready_ns = 0;
+  std::uint64_t contention_ns = 0;
+  double arrival_us = 0;
+  int ready_from = -1;
+  [[nodiscard]] bool recorded() const { return start_ns != 0; }
+  [[nodiscard]] double wait_us() const { return ns_to_us(start_ns, ready_ns); }
+  [[nodiscard]] double duration_us() const { return ns_to_us(end_ns, start_ns); }
+  [[nodiscard]] double contention_us() const { return static_cast<double>(contention_ns) / 1000.0; }
+  // As split_wait computes it: 0 when the node did not wait.
+  [[nodiscard]] double idle_us() const {
+    return start_ns > ready_ns ? static_cast<double>(start_ns - ready_ns - contention_ns) / 1000.0 : 0.0;
   }
-  for (auto& d : out.rank_device) d = std::max(d, 0);
+};
 
-  int replays = v.scenario.replays;
-  if (replays <= 0) {
-    for (const auto& a : v.records) replays = std::max(replays, a.replay + 1);
-  }
-  out.replay_count = replays;
-  const auto R = static_cast<std::size_t>(out.ranks);
-  const auto N = static_cast<std::size_t>(replays);
-
-  // Place every record in its (replay, node) slot, counting what does not fit.
-  out.health.collected = v.health;
-  out.health.records = v.records.size();
-  out.timings.assign(N, std::vector<NodeTiming>(node_count));
-  for (const auto& a : v.records) {
-    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns) {
-      ++out.health.no_timestamp_seen;
-      continue;
+// Computes one replay: its nodes' timings and waits, its windows, overlaps and verdict, and its
+// critical path. Pure in the variant's records: computing a replay twice gives the same result.
+class ReplayAnalyzer {
+ public:
+  ReplayAnalyzer(const VariantRun& v, const VariantTimeline& out, const std::vector<Sample>& samples,
+                 const std::map<int, DeviceTimeline>& devices)
+      : g_(v.graph), out_(out), samples_(samples), devices_(devices), node_count_(v.graph.nodes.size()),
+        pred_(node_count_) {
+    std::vector<std::vector<int>> succ(node_count_);
+    for (const auto& e : g_.edges) {
+      pred_[static_cast<std::size_t>(e.to)].push_back(e.from);
+      succ[static_cast<std::size_t>(e.from)].push_back(e.to);
     }
-    if (a.node < 0 || static_cast<std::size_t>(a.node) >= node_count) {
-      ++out.health.unmatched_seen;
-      continue;
-    }
-    if (a.replay < 0 || a.replay >= replays) {
-      ++out.health.replay_out_of_range;
-      continue;
-    }
-    NodeTiming& t = out.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
-    if (t.recorded) {
-      ++out.health.duplicate;
-      t.start_ns = std::min(t.start_ns, a.start_ns);
-      t.end_ns = std::max(t.end_ns, a.end_ns);
-    } else {
-      t.recorded = true;
-      t.start_ns = a.start_ns;
-      t.end_ns = a.end_ns;
-    }
+    order_ = topological_order(g_, succ);
+    for (const auto& s : v.event_spans) event_us_[{s.replay, s.rank}] = s.span_ms * 1000.0;
   }
-  for (const auto& replay : out.timings)
-    for (std::size_t n = 0; n < node_count; ++n)
-      if (leaves_record(g.nodes[n].kind) && !replay[n].recorded) ++out.health.missing;
 
-  // Every timestamped record on its GPU's timeline: what occupied the GPU while a node waited.
-  std::map<int, DeviceTimeline> devices;
-  for (const auto& a : v.records) {
-    if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
-    const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < node_count;
-    const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
-    devices[device].work.push_back(
-        Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
-  }
-  for (auto& [device, d] : devices) d.build();
-
-  std::vector<std::vector<int>> pred(node_count), succ(node_count);
-  for (const auto& e : g.edges) {
-    pred[static_cast<std::size_t>(e.to)].push_back(e.from);
-    succ[static_cast<std::size_t>(e.from)].push_back(e.to);
-  }
-  const std::vector<int> order = topological_order(g, succ);
-
-  // Event spans by (replay, rank).
-  std::map<std::pair<int, int>, double> event_us;
-  for (const auto& s : v.event_spans) event_us[{s.replay, s.rank}] = s.span_ms * 1000.0;
-
-  out.replays.resize(N);
-  for (std::size_t r = 0; r < N; ++r) {
-    std::vector<NodeTiming>& nodes = out.timings[r];
-    ReplayTimeline& rt = out.replays[r];
+  // Fills `nodes` (resized to the graph) and `rt` for replay r; the critical path only when asked.
+  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path) const {
+    const auto R = static_cast<std::size_t>(out_.ranks);
+    nodes.assign(node_count_, NodeTiming{});
+    for (std::size_t n = 0; n < node_count_; ++n) {
+      const Sample& s = samples_[r * node_count_ + n];
+      if (!s.recorded()) continue;
+      nodes[n].recorded = true;
+      nodes[n].start_ns = s.start_ns;
+      nodes[n].end_ns = s.end_ns;
+    }
+    rt = ReplayTimeline{};
     rt.replay = static_cast<int>(r);
     rt.ranks.resize(R);
     rt.overlap_vs_root.resize(R);
     rt.begin_ns = std::numeric_limits<std::uint64_t>::max();
-    for (std::size_t n = 0; n < node_count; ++n) {
+    for (std::size_t n = 0; n < node_count_; ++n) {
       if (!nodes[n].recorded) continue;
       rt.present = true;
       rt.begin_ns = std::min(rt.begin_ns, nodes[n].start_ns);
@@ -481,17 +443,18 @@ VariantTimeline analyze_variant(const VariantRun& v) {
 
     // Ready time: the latest end among recorded ancestors, walking through the nodes that leave no
     // record (events, alloc, free) or whose record is missing.
-    std::vector<std::uint64_t> done_ns(node_count, 0);
-    std::vector<int> done_by(node_count, -1);
-    for (const int id : order) {
+    done_ns_.assign(node_count_, 0);
+    done_by_.assign(node_count_, -1);
+    contention_ns_.assign(node_count_, 0);
+    for (const int id : order_) {
       const auto n = static_cast<std::size_t>(id);
       std::uint64_t ready = 0;
       int from = -1;
-      for (const int p : pred[n]) {
+      for (const int p : pred_[n]) {
         const auto pi = static_cast<std::size_t>(p);
-        if (done_by[pi] >= 0 && done_ns[pi] > ready) {
-          ready = done_ns[pi];
-          from = done_by[pi];
+        if (done_by_[pi] >= 0 && done_ns_[pi] > ready) {
+          ready = done_ns_[pi];
+          from = done_by_[pi];
         }
       }
       NodeTiming& t = nodes[n];
@@ -499,39 +462,41 @@ VariantTimeline analyze_variant(const VariantRun& v) {
         t.ready_ns = from >= 0 ? ready : rt.begin_ns;
         t.ready_from = from;
         t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
-        const auto dit = devices.find(g.nodes[n].device);
-        if (dit != devices.end()) t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns);
+        const auto dit = devices_.find(g_.nodes[n].device);
+        if (dit != devices_.end())
+          t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n]);
         // Arrival: the other rank's predecessor ended after this node's own chain had.
-        const int rank = g.nodes[n].rank;
-        if (from >= 0 && g.nodes[static_cast<std::size_t>(from)].rank != rank) {
+        const int rank = g_.nodes[n].rank;
+        if (from >= 0 && g_.nodes[static_cast<std::size_t>(from)].rank != rank) {
           std::uint64_t own = 0;
-          for (const int p : pred[n]) {
+          for (const int p : pred_[n]) {
             const auto pi = static_cast<std::size_t>(p);
-            if (done_by[pi] >= 0 && g.nodes[static_cast<std::size_t>(done_by[pi])].rank == rank && done_ns[pi] > own) {
-              own = done_ns[pi];
-              t.parts.own_from = done_by[pi];
+            if (done_by_[pi] >= 0 && g_.nodes[static_cast<std::size_t>(done_by_[pi])].rank == rank &&
+                done_ns_[pi] > own) {
+              own = done_ns_[pi];
+              t.parts.own_from = done_by_[pi];
             }
           }
           if (t.parts.own_from >= 0) t.parts.arrival_us = ns_to_us(ready, own);
         }
-        done_ns[n] = t.end_ns;
-        done_by[n] = id;
+        done_ns_[n] = t.end_ns;
+        done_by_[n] = id;
       } else {
-        done_ns[n] = ready;
-        done_by[n] = from;
+        done_ns_[n] = ready;
+        done_by_[n] = from;
       }
     }
 
     // Per rank windows over the whole replay, and per (rank, layer) for the overlap: with layers
     // joined between them, whole-replay windows of serialized ranks would still share most of
     // their time.
-    const auto L = static_cast<std::size_t>(out.layers);
+    const auto L = static_cast<std::size_t>(out_.layers);
     std::vector<std::uint64_t> lo(R * L, std::numeric_limits<std::uint64_t>::max()), hi(R * L, 0);
-    for (std::size_t n = 0; n < node_count; ++n) {
+    for (std::size_t n = 0; n < node_count_; ++n) {
       const NodeTiming& t = nodes[n];
       if (!t.recorded) continue;
-      const auto rank = static_cast<std::size_t>(g.nodes[n].rank);
-      const auto layer = static_cast<std::size_t>(g.nodes[n].layer);
+      const auto rank = static_cast<std::size_t>(g_.nodes[n].rank);
+      const auto layer = static_cast<std::size_t>(g_.nodes[n].layer);
       RankReplay& w = rt.ranks[rank];
       if (!w.present) {
         w.present = true;
@@ -547,7 +512,7 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     for (std::size_t k = 0; k < R; ++k) {
       RankReplay& w = rt.ranks[k];
       w.rank = static_cast<int>(k);
-      if (const auto it = event_us.find({static_cast<int>(r), static_cast<int>(k)}); it != event_us.end())
+      if (const auto it = event_us_.find({static_cast<int>(r), static_cast<int>(k)}); it != event_us_.end())
         w.event_span_us = it->second;
       if (!w.present) continue;
       w.span_us = ns_to_us(w.last_end_ns, w.first_start_ns);
@@ -573,9 +538,9 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     }
     // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
     std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> busy(R);
-    for (std::size_t n = 0; n < node_count; ++n) {
+    for (std::size_t n = 0; n < node_count_; ++n) {
       const NodeTiming& t = nodes[n];
-      if (t.recorded) busy[static_cast<std::size_t>(g.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
+      if (t.recorded) busy[static_cast<std::size_t>(g_.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
     }
     rt.busy_vs_root.resize(R);
     for (std::size_t k = 1; k < R; ++k) {
@@ -585,13 +550,155 @@ VariantTimeline analyze_variant(const VariantRun& v) {
       if (!rt.busy_overlap || f < *rt.busy_overlap) rt.busy_overlap = f;
     }
     for (std::size_t k = 1; k < R; ++k) {
-      const auto& decides = out.rank_device[k] == out.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
+      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
       if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
     }
-    rt.verdict = verdict_of(rt.verdict_overlap, out.ranks);
-    ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
+    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
     if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
-    rt.critical_path = critical_path(g, nodes, static_cast<int>(r), rt, devices);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_);
+  }
+
+ private:
+  const LayerGraph& g_;
+  const VariantTimeline& out_;
+  const std::vector<Sample>& samples_;
+  const std::map<int, DeviceTimeline>& devices_;
+  std::size_t node_count_;
+  std::vector<std::vector<int>> pred_;
+  std::vector<int> order_;
+  std::map<std::pair<int, int>, double> event_us_;  // event spans by (replay, rank)
+  mutable std::vector<std::uint64_t> done_ns_;
+  mutable std::vector<int> done_by_;
+  mutable std::vector<std::uint64_t> contention_ns_;
+
+ public:
+  // The last analysed replay's contention of node n, in ns.
+  [[nodiscard]] std::uint64_t contention_ns(std::size_t n) const { return contention_ns_[n]; }
+};
+
+}  // namespace
+
+const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
+  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
+  const int i = wait_index[static_cast<std::size_t>(node)];
+  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
+}
+
+bool VariantTimeline::has_detail(int replay) const {
+  return replay >= 0 && static_cast<std::size_t>(replay) < timings.size() &&
+         !timings[static_cast<std::size_t>(replay)].empty();
+}
+
+VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& options) {
+  const LayerGraph& g = v.graph;
+  const std::size_t node_count = g.nodes.size();
+  VariantTimeline out;
+  out.name = v.scenario.name;
+  out.ranks = std::max(g.ranks, 1);
+  out.layers = 1;
+  for (const auto& n : g.nodes) out.layers = std::max(out.layers, n.layer + 1);
+  out.ranks_share_gpu = v.ranks_share_gpu;
+  out.rank_device.assign(static_cast<std::size_t>(out.ranks), -1);
+  for (const auto& n : g.nodes) {
+    auto& d = out.rank_device[static_cast<std::size_t>(n.rank)];
+    if (d < 0) d = n.device;
+  }
+  for (auto& d : out.rank_device) d = std::max(d, 0);
+
+  int replays = v.scenario.replays;
+  if (replays <= 0) {
+    for (const auto& a : v.records) replays = std::max(replays, a.replay + 1);
+  }
+  out.replay_count = replays;
+  const auto R = static_cast<std::size_t>(out.ranks);
+  const auto N = static_cast<std::size_t>(replays);
+
+  // Every timestamped record on its GPU's timeline: what occupied the GPU while a node waited.
+  std::map<int, DeviceTimeline> devices;
+  {
+    std::map<int, std::vector<Work>> work;
+    for (const auto& a : v.records) {
+      if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
+      const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < node_count;
+      const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
+      work[device].push_back(
+          Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
+    }
+    for (auto& [device, w] : work) {
+      devices[device].build(std::move(w));
+      w = {};
+    }
+  }
+
+  // Place every record in its (replay, node) slot, counting what does not fit.
+  out.health.collected = v.health;
+  out.health.records = v.records.size();
+  std::vector<Sample> samples(N * node_count);
+  for (const auto& a : v.records) {
+    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns) {
+      ++out.health.no_timestamp_seen;
+      continue;
+    }
+    if (a.node < 0 || static_cast<std::size_t>(a.node) >= node_count) {
+      ++out.health.unmatched_seen;
+      continue;
+    }
+    if (a.replay < 0 || a.replay >= replays) {
+      ++out.health.replay_out_of_range;
+      continue;
+    }
+    Sample& s = samples[static_cast<std::size_t>(a.replay) * node_count + static_cast<std::size_t>(a.node)];
+    if (s.recorded()) {
+      ++out.health.duplicate;
+      s.start_ns = std::min(s.start_ns, a.start_ns);
+      s.end_ns = std::max(s.end_ns, a.end_ns);
+    } else {
+      s.start_ns = a.start_ns;
+      s.end_ns = a.end_ns;
+    }
+  }
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t n = 0; n < node_count; ++n)
+      if (leaves_record(g.nodes[n].kind) && !samples[r * node_count + n].recorded()) ++out.health.missing;
+
+  // Every replay once: its windows and verdict kept, its nodes' waits into the samples, its
+  // critical path into each node's time on it. Node timings and paths stay for the first replays.
+  const ReplayAnalyzer analyzer(v, out, samples, devices);
+  const std::size_t detail = options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
+  out.timings.resize(N);
+  out.replays.resize(N);
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per present replay
+  std::size_t present = 0;
+  std::vector<NodeTiming> nodes;
+  for (std::size_t r = 0; r < N; ++r) {
+    ReplayTimeline& rt = out.replays[r];
+    analyzer.analyze(r, nodes, rt, true);
+    ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
+    for (std::size_t n = 0; n < node_count; ++n) {
+      const NodeTiming& t = nodes[n];
+      if (!t.recorded) continue;
+      Sample& s = samples[r * node_count + n];
+      s.ready_ns = t.ready_ns;
+      s.ready_from = t.ready_from;
+      s.contention_ns = analyzer.contention_ns(n);
+      s.arrival_us = t.parts.arrival_us;
+    }
+    if (rt.present) {
+      for (const PathLink& l : rt.critical_path) {
+        if (l.node < 0) continue;
+        auto& [ran, waited] = on_path[l.node];
+        ran.resize(present + 1, 0.0);
+        waited.resize(present + 1, 0.0);
+        (l.kind == PathLinkKind::run ? ran : waited)[present] += l.us;
+      }
+      ++present;
+    }
+    if (r < detail) {
+      out.timings[r] = nodes;
+    } else {
+      rt.critical_path.clear();  // kept only for the replays the outputs name (below)
+      rt.critical_path.shrink_to_fit();
+    }
   }
 
   // Summaries over replays.
@@ -647,7 +754,7 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     out.basis = on_root_gpu == 0 ? OverlapBasis::window : on_root_gpu + 1 == R ? OverlapBasis::busy : OverlapBasis::mixed;
   }
 
-  // Waits per node: the median replay's breakdown, and each part over replays.
+  // Waits per node: each part over replays; the median replay's breakdown is filled in below.
   out.wait_index.assign(node_count, -1);
   std::vector<double> median_offset(node_count, 0);
   for (std::size_t n = 0; n < node_count; ++n) {
@@ -655,16 +762,16 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     std::vector<int> from;
     std::vector<std::pair<double, int>> by_wait;
     for (std::size_t r = 0; r < N; ++r) {
-      const NodeTiming& t = out.timings[r][n];
-      if (!t.recorded) continue;
-      waits.push_back(t.wait_us);
-      from.push_back(t.ready_from);
-      durations.push_back(ns_to_us(t.end_ns, t.start_ns));
-      contention.push_back(t.parts.contention_us);
-      idle.push_back(t.parts.idle_us);
-      arrival.push_back(t.parts.arrival_us);
-      offsets.push_back(ns_to_us(t.start_ns, out.replays[r].begin_ns));
-      by_wait.emplace_back(t.wait_us, static_cast<int>(r));
+      const Sample& s = samples[r * node_count + n];
+      if (!s.recorded()) continue;
+      waits.push_back(s.wait_us());
+      from.push_back(s.ready_from);
+      durations.push_back(s.duration_us());
+      contention.push_back(s.contention_us());
+      idle.push_back(s.idle_us());
+      arrival.push_back(s.arrival_us);
+      offsets.push_back(ns_to_us(s.start_ns, out.replays[r].begin_ns));
+      by_wait.emplace_back(s.wait_us(), static_cast<int>(r));
     }
     if (waits.empty()) continue;
     NodeWaitSummary w;
@@ -677,9 +784,6 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     w.arrival_us = summarize(arrival);
     std::sort(by_wait.begin(), by_wait.end());
     w.typical_replay = by_wait[(by_wait.size() - 1) / 2].second;
-    const NodeTiming& typical = out.timings[static_cast<std::size_t>(w.typical_replay)][n];
-    w.typical_wait_us = typical.wait_us;
-    w.typical = typical.parts;
     median_offset[n] = median_of(offsets);
     out.waits.push_back(std::move(w));
   }
@@ -710,17 +814,17 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     o.span_departs = std::abs(rt.span_us - out.span_us.median) > out.outlier_threshold_us;
     o.verdict_departs = compare_verdicts && rt.verdict != out.verdict;
     if (!o.span_departs && !o.verdict_departs) continue;
-    const auto& nodes = out.timings[static_cast<std::size_t>(rt.replay)];
     for (std::size_t n = 0; n < node_count; ++n) {
+      const Sample& s = samples[static_cast<std::size_t>(rt.replay) * node_count + n];
       const NodeWaitSummary* w = out.wait_of(static_cast<int>(n));
-      if (!nodes[n].recorded || w == nullptr) continue;
-      const double excess = nodes[n].wait_us - w->wait_us.median;
+      if (!s.recorded() || w == nullptr) continue;
+      const double excess = s.wait_us() - w->wait_us.median;
       if (o.late_node < 0 || excess > o.excess_wait_us) {
         o.late_node = static_cast<int>(n);
         o.excess_wait_us = excess;
-        o.late_by_us = ns_to_us(nodes[n].start_ns, rt.begin_ns) - median_offset[n];
+        o.late_by_us = ns_to_us(s.start_ns, rt.begin_ns) - median_offset[n];
       }
-      const double slower = ns_to_us(nodes[n].end_ns, nodes[n].start_ns) - w->duration_us.median;
+      const double slower = s.duration_us() - w->duration_us.median;
       if (o.slow_node < 0 || slower > o.slow_by_us) {
         o.slow_node = static_cast<int>(n);
         o.slow_by_us = slower;
@@ -729,24 +833,24 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     out.outliers.push_back(o);
   }
   {
-    std::vector<const ReplayTimeline*> present;
+    std::vector<const ReplayTimeline*> shown;
     for (const auto& rt : out.replays)
-      if (rt.present) present.push_back(&rt);
+      if (rt.present) shown.push_back(&rt);
     Steadiness& st = out.steadiness;
-    st.known = present.size() >= 8;
+    st.known = shown.size() >= 8;
     if (st.known) {
-      st.quarter = static_cast<int>(present.size() / 4);
+      st.quarter = static_cast<int>(shown.size() / 4);
       const auto quarter = [&](std::size_t from, double& span, Verdict& verdict) {
         std::vector<double> q_span, q_overlap;
         for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i) {
-          q_span.push_back(present[i]->span_us);
-          if (present[i]->verdict_overlap) q_overlap.push_back(*present[i]->verdict_overlap);
+          q_span.push_back(shown[i]->span_us);
+          if (shown[i]->verdict_overlap) q_overlap.push_back(*shown[i]->verdict_overlap);
         }
         span = median_of(q_span);
         verdict = verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
       };
       quarter(0, st.first_span_us, st.first_verdict);
-      quarter(present.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
+      quarter(shown.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
       st.threshold_us = out.outlier_threshold_us;
       st.steady = std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
     }
@@ -755,19 +859,6 @@ VariantTimeline analyze_variant(const VariantRun& v) {
   // The critical path over replays: each node's time on it (0 where it is off the path).
   {
     CriticalPathSummary& cp = out.critical_path;
-    std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per replay
-    std::size_t present = 0;
-    for (const auto& rt : out.replays) {
-      if (!rt.present) continue;
-      for (const PathLink& l : rt.critical_path) {
-        if (l.node < 0) continue;
-        auto& [ran, waited] = on_path[l.node];
-        ran.resize(present + 1, 0.0);
-        waited.resize(present + 1, 0.0);
-        (l.kind == PathLinkKind::run ? ran : waited)[present] += l.us;
-      }
-      ++present;
-    }
     std::vector<std::pair<double, int>> by_span;
     for (const auto& rt : out.replays)
       if (rt.present) by_span.emplace_back(rt.span_us, rt.replay);
@@ -795,17 +886,40 @@ VariantTimeline analyze_variant(const VariantRun& v) {
     }
   }
 
+  // Full detail (node timings with occupants, and the critical path) for the replays the outputs
+  // name: the median-span one, each outlier, each node's median-wait one and the one asked for.
+  {
+    std::set<int> needed{out.critical_path.typical_replay};
+    for (const auto& o : out.outliers) needed.insert(o.replay);
+    for (const auto& w : out.waits) needed.insert(w.typical_replay);
+    if (options.replay && *options.replay >= 0 && *options.replay < replays) needed.insert(*options.replay);
+    ReplayTimeline scratch;
+    for (const int r : needed) {
+      if (r < 0 || out.has_detail(r)) continue;
+      const auto ri = static_cast<std::size_t>(r);
+      analyzer.analyze(ri, nodes, scratch, true);
+      out.timings[ri] = nodes;
+      out.replays[ri].critical_path = std::move(scratch.critical_path);
+    }
+    for (auto& w : out.waits) {
+      const NodeTiming& typical =
+          out.timings[static_cast<std::size_t>(w.typical_replay)][static_cast<std::size_t>(w.node)];
+      w.typical_wait_us = typical.wait_us;
+      w.typical = typical.parts;
+    }
+  }
+
   out.host_launch_us = summarize(v.host_launch_us);
   if (v.replay_us_traced > 0 && v.replay_us_untraced > 0)
     out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
   return out;
 }
 
-RunAnalysis analyze_run(const RunData& run) {
+RunAnalysis analyze_run(const RunData& run, const AnalysisOptions& options) {
   RunAnalysis a;
   a.base_ns = std::numeric_limits<std::uint64_t>::max();
   for (const auto& v : run.variants) {
-    a.variants.push_back(analyze_variant(v));
+    a.variants.push_back(analyze_variant(v, options));
     // Every timestamped record, also those outside the replays, so the trace can place them all.
     for (const auto& r : v.records)
       if (r.start_ns != 0 && r.end_ns >= r.start_ns) a.base_ns = std::min(a.base_ns, r.start_ns);

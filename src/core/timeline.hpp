@@ -59,6 +59,10 @@ inline constexpr double kOutlierMads = 3.0;
 inline constexpr double kOutlierFraction = 0.05;
 // Occupants kept per node and replay (largest first); the rest of the contention is "others".
 inline constexpr std::size_t kOccupantsKept = 3;
+// Replays whose node timings (with occupants) are kept in full, from the first: the trace shows
+// these. Every replay enters the summaries; beyond these only the replays the outputs name keep
+// their detail (see AnalysisOptions), so ten million records fit in a bounded memory.
+inline constexpr int kDetailReplays = 500;
 
 enum class Verdict { overlapped, partial, serialized, single_rank, no_data };
 [[nodiscard]] std::string_view to_string(Verdict v);  // "OVERLAPPED", ..., "ONE RANK", "NO DATA"
@@ -153,7 +157,9 @@ struct ReplayTimeline {
   // The smallest of each rank's deciding figure (busy on the root's GPU, window elsewhere).
   std::optional<double> verdict_overlap;
   Verdict verdict = Verdict::no_data;
-  std::vector<PathLink> critical_path;  // links in time order; their us add up to span_us
+  // Links in time order; their us add up to span_us. Kept where VariantTimeline::has_detail says
+  // so; empty for the other replays.
+  std::vector<PathLink> critical_path;
 };
 
 // One node in one replay.
@@ -255,7 +261,9 @@ struct VariantTimeline {
   bool ranks_share_gpu = false;
   std::vector<int> rank_device;  // [rank]: the GPU each rank ran on (from the graph)
   std::vector<ReplayTimeline> replays;
-  std::vector<std::vector<NodeTiming>> timings;  // [replay][node]
+  // [replay][node]; empty for a replay without detail: the first AnalysisOptions::detail_replays,
+  // the median-span and median-wait replays, the outliers and the one asked for have it.
+  std::vector<std::vector<NodeTiming>> timings;
   std::vector<RankSummary> rank_summaries;        // [rank]
   std::vector<Stats> overlap_vs_root;             // [rank]; root's has count 0
   Stats overlap;                       // window overlap
@@ -279,6 +287,7 @@ struct VariantTimeline {
   TimelineHealth health;
 
   [[nodiscard]] const NodeWaitSummary* wait_of(int node) const;
+  [[nodiscard]] bool has_detail(int replay) const;  // timings[replay] is filled
 };
 
 struct RunAnalysis {
@@ -287,8 +296,13 @@ struct RunAnalysis {
   [[nodiscard]] bool collection_clean() const;
 };
 
+struct AnalysisOptions {
+  int detail_replays = kDetailReplays;  // < 0: every replay
+  std::optional<int> replay;            // also keep this replay's detail and critical path
+};
+
 // Throws InputError when the graph has a cycle (a corrupt records file).
-[[nodiscard]] VariantTimeline analyze_variant(const VariantRun& v);
-[[nodiscard]] RunAnalysis analyze_run(const RunData& run);
+[[nodiscard]] VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& options = {});
+[[nodiscard]] RunAnalysis analyze_run(const RunData& run, const AnalysisOptions& options = {});
 
 }  // namespace tpgraph

@@ -99,7 +99,7 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
     streams_of[pid].insert(a.stream_id);
     json args{{"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes},
               {"device", a.device}};
-    std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name;
+    std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name.str();
     std::string category = "unmatched";
     if (matched) {
       const Node& n = g.nodes[static_cast<std::size_t>(a.node)];
@@ -107,8 +107,8 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       category = std::string(to_string(n.kind));
       args["node"] = a.node;
       args["kind"] = category;
-      if (!a.name.empty()) args["kernel"] = a.name;
-      if (in_range) {
+      if (!a.name.empty()) args["kernel"] = a.name.str();
+      if (in_range && v.has_detail(a.replay)) {
         const NodeTiming& t = v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
         const auto us3 = [](double x) { return std::round(x * 1000.0) / 1000.0; };
         args["wait_us"] = us3(t.wait_us);

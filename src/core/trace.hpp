@@ -14,8 +14,9 @@ namespace tpgraph {
 
 // Perfetto and chrome://tracing load a JSON trace whole: a trace of a million launches would not
 // open. The trace keeps the first `max_replays` replays and every outlier replay; the metadata says
-// how many it shows. 0: every replay.
-inline constexpr int kTraceMaxReplays = 500;
+// how many it shows. 0: every replay. Waits and contention arrows are drawn where the analysis kept
+// the replay's detail: the first kDetailReplays and the outliers, so the two limits are one.
+inline constexpr int kTraceMaxReplays = kDetailReplays;
 struct ChromeTraceOptions {
   int max_replays = kTraceMaxReplays;
 };

@@ -117,6 +117,7 @@ class FileReader {
     if (const std::uint32_t v = get_u32(bytes_, kMagic.size()); v != kVersion)
       throw InputError(fmt::format("{}: trace record file version {} (this tpgraph reads version {})", origin_, v,
                                    kVersion));
+    out_.records.reserve(records_in(header));
     std::size_t at = header;
     while (at < bytes_.size()) {
       if (out_.complete) {
@@ -146,6 +147,20 @@ class FileReader {
   }
 
  private:
+  // Records in the whole chunks from `at` on, counted from the chunk headers alone: the record list
+  // is allocated once (ten million records grown by doubling would take twice their size).
+  [[nodiscard]] std::size_t records_in(std::size_t at) const {
+    std::size_t count = 0;
+    while (bytes_.size() - at >= 8) {
+      const std::uint32_t type = get_u32(bytes_, at);
+      const std::uint32_t length = get_u32(bytes_, at + 4);
+      if (length > kMaxChunkBytes || bytes_.size() - at - 8 < length) break;
+      if (static_cast<ChunkType>(type) == ChunkType::records) count += length / sizeof(WireRecord);
+      at += 8 + std::size_t{length};
+    }
+    return count;
+  }
+
   static std::string_view type_name(std::uint32_t type) {
     switch (static_cast<ChunkType>(type)) {
       case ChunkType::meta: return "meta";
@@ -289,7 +304,7 @@ class FileReader {
       a.kind = static_cast<ActivityKind>(w.kind);
       a.start_ns = w.start_ns;
       a.end_ns = w.end_ns;
-      a.device = w.device > 4096 ? -1 : static_cast<int>(w.device);
+      a.device = w.device > 4096 ? std::int16_t{-1} : static_cast<std::int16_t>(w.device);
       a.stream_id = w.stream_id;
       a.correlation_id = w.correlation_id;
       a.graph_id = w.graph_id;
@@ -328,7 +343,7 @@ class FileReader {
   std::string_view bytes_;
   std::string_view origin_;
   ProcessFile out_;
-  std::unordered_map<std::uint32_t, std::string> names_;
+  std::unordered_map<std::uint32_t, RecordName> names_;
   std::unordered_set<std::string> warned_;
 };
 

@@ -506,6 +506,14 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
       for (auto& [corr, o] : ord) o = next++;
       replays = std::max(replays, next);
       const int base = static_cast<int>(k * n_nodes);
+      std::size_t moved = 0;
+      for (std::size_t r = 0; r < files[p].records.size(); ++r) {
+        const int s = slot_of_record[p][r];
+        if (s < 0) continue;
+        const Slot& slot = index[p].slots[static_cast<std::size_t>(s)];
+        if (index[p].graph_fingerprint[static_cast<std::size_t>(slot.graph)] == grp.fp) ++moved;
+      }
+      v.records.reserve(v.records.size() + moved);  // once: millions of records grown by doubling take twice
       for (std::size_t r = 0; r < files[p].records.size(); ++r) {
         const int s = slot_of_record[p][r];
         if (s < 0) continue;
@@ -515,7 +523,7 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
         ActivityRecord a = std::move(files[p].records[r]);
         a.start_ns = shift(p, a.start_ns);
         a.end_ns = shift(p, a.end_ns);
-        a.device = global_device(p, a.device);
+        a.device = static_cast<std::int16_t>(global_device(p, a.device));
         a.stream_id = static_cast<std::uint32_t>(k);
         a.node = base + slot.node;
         a.replay = ord.at(a.correlation_id);

@@ -124,7 +124,7 @@ RawRecord common_fields(const Cupti& r, ActivityKind kind) {
   raw.record.kind = kind;
   raw.record.start_ns = r.start;
   raw.record.end_ns = r.end;
-  raw.record.device = static_cast<int>(r.deviceId);
+  raw.record.device = static_cast<std::int16_t>(r.deviceId);
   raw.record.stream_id = r.streamId;
   raw.record.correlation_id = r.correlationId;
   raw.record.graph_id = r.graphId;

@@ -154,7 +154,7 @@ TEST_CASE("a replayed graph gives one record per node per replay, tied to node a
     if (r.node >= 0 && r.node < TwoStreamGraph::kNodes) {
       CHECK(r.kind == TwoStreamGraph::kind[static_cast<std::size_t>(r.node)]);
       if (r.kind != ActivityKind::kernel) CHECK(r.bytes == static_cast<std::int64_t>(kBytes));
-      if (r.node == TwoStreamGraph::kSwigluNode) CHECK(r.name.find("swiglu") != std::string::npos);
+      if (r.node == TwoStreamGraph::kSwigluNode) CHECK(r.name.str().find("swiglu") != std::string::npos);
     }
   }
 }

@@ -546,3 +546,19 @@ TEST_CASE("every writer reads a traced program's graph: kernel nodes, three rank
   CHECK(contains(svg, "rank 2"));
   CHECK(contains(render_replay_detail(run, a, 1), "r0.ncclAllReduce"));
 }
+
+TEST_CASE("report.json, written piece by piece, is the document as the JSON library prints it", "[outputs]") {
+  const RunData run = joined_run();
+  const RunAnalysis a = analyze_run(run);
+  const std::string text = render_report_json(run, a);
+  CHECK(text == json::parse(text).dump(1) + "\n");
+  std::size_t pieces = 0;
+  std::string streamed;
+  write_report_json(run, a, [&](std::string_view piece) {
+    ++pieces;
+    streamed += piece;
+  });
+  CHECK(streamed == text);
+  CHECK(pieces > 10);
+  CHECK(json::parse(text)["variants"][0]["replays"].size() == 3);
+}

@@ -611,3 +611,73 @@ TEST_CASE("with ranks on the root's GPU and on another, each rank is judged on i
   CHECK(rt.verdict == Verdict::serialized);
   CHECK(v.window_verdict == Verdict::overlapped);
 }
+
+TEST_CASE("keeping the detail of a few replays changes no summary", "[timeline][scale]") {
+  // Two ranks sharing GPU 0, 40 replays with contention that varies per replay and one slow replay.
+  HandBuilt h(2, 40);
+  const int a = h.node(0, 0, "a");
+  const int b = h.node(0, 0, "b");
+  const int c = h.node(1, 0, "c");
+  const int d = h.node(1, 0, "d");
+  h.edge(a, b);
+  h.edge(c, d);
+  h.edge(a, d);
+  for (int r = 0; r < 40; ++r) {
+    const double skew = (r * 7) % 11;
+    const double slow = r == 29 ? 400.0 : 0.0;
+    h.record(a, 0, 20, r);
+    h.record(c, 5 + skew, 30 + skew, r);
+    h.record(b, 30 + skew, 50 + skew + slow, r);
+    h.record(d, 52 + skew + slow, 60 + skew + slow, r);
+  }
+  const VariantTimeline full = analyze_variant(h.v, AnalysisOptions{.detail_replays = -1});
+  const VariantTimeline few = analyze_variant(h.v, AnalysisOptions{.detail_replays = 3, .replay = 17});
+  const auto same_stats = [](const Stats& x, const Stats& y) {
+    CHECK(x.count == y.count);
+    CHECK(x.min == y.min);
+    CHECK(x.median == y.median);
+    CHECK(x.p90 == y.p90);
+    CHECK(x.max == y.max);
+  };
+  REQUIRE(full.waits.size() == few.waits.size());
+  for (std::size_t i = 0; i < full.waits.size(); ++i) {
+    const NodeWaitSummary& x = full.waits[i];
+    const NodeWaitSummary& y = few.waits[i];
+    CHECK(x.node == y.node);
+    same_stats(x.wait_us, y.wait_us);
+    same_stats(x.duration_us, y.duration_us);
+    same_stats(x.contention_us, y.contention_us);
+    same_stats(x.idle_us, y.idle_us);
+    same_stats(x.arrival_us, y.arrival_us);
+    CHECK(x.typical_replay == y.typical_replay);
+    CHECK(x.typical.contention_us == y.typical.contention_us);
+    CHECK(x.typical.occupants.size() == y.typical.occupants.size());
+  }
+  REQUIRE(full.critical_path.nodes.size() == few.critical_path.nodes.size());
+  for (std::size_t i = 0; i < full.critical_path.nodes.size(); ++i) {
+    CHECK(full.critical_path.nodes[i].node == few.critical_path.nodes[i].node);
+    same_stats(full.critical_path.nodes[i].run_us, few.critical_path.nodes[i].run_us);
+    same_stats(full.critical_path.nodes[i].wait_us, few.critical_path.nodes[i].wait_us);
+  }
+  CHECK(full.critical_path.speedup_node == few.critical_path.speedup_node);
+  REQUIRE(full.outliers.size() == few.outliers.size());
+  REQUIRE_FALSE(few.outliers.empty());
+  CHECK(few.outliers.front().replay == 29);
+  CHECK(few.outliers.front().late_node == full.outliers.front().late_node);
+  CHECK(few.verdict_counts == full.verdict_counts);
+  same_stats(full.busy_overlap, few.busy_overlap);
+
+  // Detail: the first three, the outlier, the median-span and median-wait replays, the one asked for.
+  for (int r = 0; r < 3; ++r) CHECK(few.has_detail(r));
+  CHECK(few.has_detail(29));
+  CHECK(few.has_detail(17));
+  CHECK(few.has_detail(few.critical_path.typical_replay));
+  for (const auto& w : few.waits) CHECK(few.has_detail(w.typical_replay));
+  int kept = 0;
+  for (int r = 0; r < 40; ++r) kept += few.has_detail(r) ? 1 : 0;
+  CHECK(kept < 12);
+  CHECK(few.replays[17].critical_path.size() == full.replays[17].critical_path.size());
+  CHECK(few.replays[29].critical_path.size() == full.replays[29].critical_path.size());
+  for (int r = 0; r < 40; ++r)
+    if (!few.has_detail(r)) CHECK(few.replays[static_cast<std::size_t>(r)].critical_path.empty());
+}
