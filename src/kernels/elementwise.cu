@@ -58,7 +58,9 @@ __device__ __forceinline__ Block16 quantize_block16(const float4* x, int block, 
 
 // Contract steps 1 and 4 without the gather: s = max|x| (1 if 0), inv = 1/s, x16 = half_rn(x * inv).
 // One warp per row; max is exact in any order, so the row's scale does not depend on the reduction
-// tree.
+// tree. Lane l owns the row's 16-column blocks l, l + 32, ...; its first block stays in registers
+// from the max to the conversion (all of the row where cols <= 512), so only the blocks past it
+// are read twice.
 __global__ void __launch_bounds__(kThreads)
     quantize_rows_kernel(const float* __restrict__ src, int cols, std::int64_t rows, __half2* __restrict__ dst,
                          float* __restrict__ scale) {
@@ -66,14 +68,30 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
   const auto* x = reinterpret_cast<const float4*>(src + row * cols);
+  const int blocks = cols / 16;
+  float4 held[4] = {};
+  if (lane < blocks) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) held[i] = __ldg(x + 4 * lane + i);
+  }
   float amax = 0.0f;
-  for (int v = lane; v < cols / 4; v += 32) amax = amax4(amax, x[v]);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = amax4(amax, held[i]);
+  for (int block = lane + 32; block < blocks; block += 32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) amax = amax4(amax, __ldg(x + 4 * block + i));
+  }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   const float s = amax > 0.0f ? amax : 1.0f;
   const float inv = __fdiv_rn(1.0f, s);
   auto* out = reinterpret_cast<uint4*>(dst + row * (cols / 2));
-  for (int block = lane; block < cols / 16; block += 32) {
+  if (lane < blocks) {
+    const Block16 q = quantize_block16(held, 0, inv);
+    out[2 * lane] = q.lo;
+    out[2 * lane + 1] = q.hi;
+  }
+  for (int block = lane + 32; block < blocks; block += 32) {
     const Block16 q = quantize_block16(x, block, inv);
     out[2 * block] = q.lo;
     out[2 * block + 1] = q.hi;
@@ -98,9 +116,22 @@ __global__ void __launch_bounds__(kThreads)
   const int first = static_cast<int>(blockIdx.x % static_cast<unsigned int>(groups)) * pairs_per_block;
   const int last = min(top_k, first + pairs_per_block);
   const auto* x = reinterpret_cast<const float4*>(z + token * cols);
+  // The thread's first 16-column block stays in registers from the max to the conversion (all of
+  // the row where cols <= 16 * kThreads); blocks past it are read again, from L1 or L2.
+  const int blocks = cols / 16;
+  const int own = static_cast<int>(threadIdx.x);
+  float4 held[4] = {};
+  if (own < blocks) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) held[i] = __ldg(x + 4 * own + i);
+  }
   float amax = 0.0f;
-#pragma unroll 4
-  for (int v = threadIdx.x; v < cols / 4; v += kThreads) amax = amax4(amax, __ldg(x + v));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = amax4(amax, held[i]);
+  for (int block = own + kThreads; block < blocks; block += kThreads) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) amax = amax4(amax, __ldg(x + 4 * block + i));
+  }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
@@ -109,7 +140,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 0; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
   const float s = amax > 0.0f ? amax : 1.0f;
   const float inv = __fdiv_rn(1.0f, s);
-  for (int block = threadIdx.x; block < cols / 16; block += kThreads) {
+  if (own < blocks) {
+    const Block16 q = quantize_block16(held, 0, inv);
+    row16[2 * own] = q.lo;
+    row16[2 * own + 1] = q.hi;
+  }
+  for (int block = own + kThreads; block < blocks; block += kThreads) {
     const Block16 q = quantize_block16(x, block, inv);
     row16[2 * block] = q.lo;
     row16[2 * block + 1] = q.hi;
@@ -170,43 +206,28 @@ __global__ void swiglu_scalar_kernel(const float* __restrict__ g, const float* _
   }
 }
 
-// Contract step 6: a token's pairs j = 0..k-1 in order, each an fmaf into one accumulator. A thread
-// owns one 16-byte column vector of one token and loads up to kCombineInFlight pairs' vectors before
-// the first fmaf (a loop with one load per fmaf kept one 16-byte load in flight per thread). A block
-// covers kThreads vectors of one token's row, so the pair rows and weights are uniform per warp.
-constexpr int kCombineInFlight = 8;
-
-__global__ void __launch_bounds__(kThreads)
-    combine_kernel(const float* __restrict__ y, int hidden, const std::int32_t* __restrict__ pair_row,
-                   const float* __restrict__ pair_weight, int top_k, float* __restrict__ out) {
+// Contract step 6: a token's pairs j = 0..k-1 in order, each an fmaf into one accumulator.
+__global__ void combine_kernel(const float* __restrict__ y, int hidden, const std::int32_t* __restrict__ pair_row,
+                               const float* __restrict__ pair_weight, int tokens, int top_k,
+                               float* __restrict__ out) {
   const int vectors = hidden / 4;
-  const int slices = (vectors + kThreads - 1) / kThreads;
-  const std::int64_t token = blockIdx.x / static_cast<unsigned int>(slices);
-  const int v = static_cast<int>(blockIdx.x % static_cast<unsigned int>(slices)) * kThreads + static_cast<int>(threadIdx.x);
-  if (v >= vectors) return;
-  const std::int32_t* rows = pair_row + token * top_k;
-  const float* weights = pair_weight + token * top_k;
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int j0 = 0; j0 < top_k; j0 += kCombineInFlight) {
-    float4 q[kCombineInFlight];
-#pragma unroll
-    for (int i = 0; i < kCombineInFlight; ++i) {
-      if (j0 + i < top_k) {
-        q[i] = __ldg(reinterpret_cast<const float4*>(y + static_cast<std::int64_t>(__ldg(rows + j0 + i)) * hidden) + v);
-      }
+  const std::int64_t total = static_cast<std::int64_t>(tokens) * vectors;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const std::int64_t token = i / vectors;
+    const int v = static_cast<int>(i % vectors);
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int j = 0; j < top_k; ++j) {
+      const std::int64_t pair = token * top_k + j;
+      const float w = pair_weight[pair];
+      const float4 q = reinterpret_cast<const float4*>(y + static_cast<std::int64_t>(pair_row[pair]) * hidden)[v];
+      acc.x = __fmaf_rn(w, q.x, acc.x);
+      acc.y = __fmaf_rn(w, q.y, acc.y);
+      acc.z = __fmaf_rn(w, q.z, acc.z);
+      acc.w = __fmaf_rn(w, q.w, acc.w);
     }
-#pragma unroll
-    for (int i = 0; i < kCombineInFlight; ++i) {
-      if (j0 + i < top_k) {
-        const float w = __ldg(weights + j0 + i);
-        acc.x = __fmaf_rn(w, q[i].x, acc.x);
-        acc.y = __fmaf_rn(w, q[i].y, acc.y);
-        acc.z = __fmaf_rn(w, q[i].z, acc.z);
-        acc.w = __fmaf_rn(w, q[i].w, acc.w);
-      }
-    }
+    reinterpret_cast<float4*>(out + token * hidden)[v] = acc;
   }
-  reinterpret_cast<float4*>(out + token * hidden)[v] = acc;
 }
 
 // Contract step 7: out += partials[0], then += partials[1], ... in that order.
@@ -321,9 +342,9 @@ void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream str
 void combine(const float* y, int hidden, const DeviceRouting& routing, float* out, Stream stream) {
   check_cols(hidden, "combine");
   if (routing.tokens <= 0) return;
-  const int slices = (hidden / 4 + kThreads - 1) / kThreads;
-  combine_kernel<<<static_cast<unsigned int>(std::int64_t{routing.tokens} * slices), kThreads, 0, stream>>>(
-      y, hidden, routing.pair_row, routing.pair_weight, routing.top_k, out);
+  const std::int64_t work = static_cast<std::int64_t>(routing.tokens) * (hidden / 4);
+  combine_kernel<<<detail::grid_for(work, kThreads, 1), kThreads, 0, stream>>>(
+      y, hidden, routing.pair_row, routing.pair_weight, routing.tokens, routing.top_k, out);
   detail::check_launch("combine");
 }
 
