@@ -8,6 +8,8 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
 #   ncu       Nsight Compute (full set, clocks left alone) of the grouped GEMMs at t=43, 416, 4096:
 #             details per kernel and a warp-stall summary of the SASS (scripts/ncu_stalls.py)
+#   ncu-chain Nsight Compute (clocks left alone) of the chain's other kernels at t=4096: duration,
+#             DRAM and L2 throughput, occupancy
 #   sass      cuobjdump of the kernels to $OUT/sass.txt, with instruction counts per GEMM kernel
 # Logs go to $OUT (default ./out); the last lines printed are a summary table.
 set -uo pipefail
@@ -64,6 +66,13 @@ for step in "${steps[@]}"; do
       grep -hE "grouped_gemm|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Registers Per|Block Limit (Reg|Shared)" \
         "$OUT"/ncu-*.txt | head -n 80
       grep -h "stalls:" "$OUT"/ncu-stalls-*.txt ;;
+    ncu-chain)
+      # The first launches of a bench run are the eager chain's: one of each kernel.
+      ncu --clock-control none --kernel-name regex:"gather_quantize|swiglu|quantize_rows|combine" --launch-count 4 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        "$BUILD/tpgraph" bench --tokens 4096 --replays 1 --warmup 0 --no-limits >"$OUT/ncu-chain.txt" 2>&1
+      rc=$?
+      grep -E "^  [a-z(]|Duration|DRAM Throughput|L2 Cache Throughput|Achieved Occupancy" "$OUT/ncu-chain.txt" | head -n 40 ;;
     sass)
       # Instruction mix of each grouped GEMM kernel (no disassembler on the build machine).
       cuobjdump --dump-sass "$BUILD/tpgraph" >"$OUT/sass.txt" 2>&1

@@ -192,8 +192,12 @@ std::vector<int> row_counts(const Routing& r) {
 }  // namespace
 
 TEST_CASE("each kernel matches its CPU stage on small shapes, both layouts", "[gpu][kernels]") {
+  // The last shape's rows are wider than one 16-column block per thread (gather + quantize: 256
+  // threads a token; quantize: 32 lanes a row), so the blocks past the one each thread holds in
+  // registers are read a second time.
   const Geometry shapes[] = {small_geometry(8, 1, 128, 64, 37), small_geometry(8, 2, 256, 64, 100),
-                             small_geometry(16, 4, 192, 128, 1), small_geometry(12, 3, 320, 192, 260)};
+                             small_geometry(16, 4, 192, 128, 1), small_geometry(12, 3, 320, 192, 260),
+                             small_geometry(8, 2, 4160, 576, 20)};
   for (const Geometry& g : shapes) {
     for (const Layout layout : {Layout::v1, Layout::v2}) {
       DYNAMIC_SECTION("E=" << g.experts << " k=" << g.top_k << " hidden=" << g.hidden << " ff=" << g.ff
