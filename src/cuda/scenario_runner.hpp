@@ -1,7 +1,8 @@
 // One scenario on the GPUs, from inputs to a filled VariantRun: the layer's inputs on every rank's
 // device, the layer graph captured once (or walked eagerly every replay), the captured graph checked
 // against the layer graph, warm-up and timed replays, and the output checked against the CPU
-// reference. `tpgraph run`, `tpgraph dot --captured` and the GPU tests all go through here.
+// reference. `tpgraph run`, `tpgraph check`, `tpgraph dot --captured` and the GPU tests all go
+// through here: there is one issuer of the layer.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -26,8 +27,8 @@
 
 namespace tpgraph::cuda {
 
-// What a profiler learns while a scenario runs. The CUPTI collector implements it (src/cli, which
-// links CUPTI; this layer does not); tests and `run --no-trace` pass none.
+// What a profiler learns while a scenario runs. The CUPTI collector implements it
+// (cupti/observer.hpp; this layer does not link CUPTI); check, tests and `run --no-trace` pass none.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
