@@ -8,8 +8,8 @@
 // longer.
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
-// kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of the time between its two
-// events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
+// kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of
+// the time between its two events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
 // the two graphs' replays alternate, so both run under the same clocks.
 // The weights one GEMM reads (289-425 MB) are several times the 60 MB L2, so replays cannot serve
 // them from cache; the activations between kernels stay in L2 as they would in a real layer.
@@ -283,7 +283,8 @@ void run_bench(const BenchArgs& args) {
                      l->kind == kernels::StreamKind::copy ? " read + write" : "", cuda::describe(l->best.shape));
     }
     if (limits.mma) {
-      fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops, cuda::describe(limits.mma->best.shape));
+      fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops,
+                     cuda::describe(limits.mma->best.shape));
     } else {
       fmt::format_to(put, "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n");
     }

@@ -27,7 +27,9 @@ class CublasHandle {
  public:
   CublasHandle() { check(cublasCreate(&handle_), "cublasCreate"); }
   ~CublasHandle() {
-    if (cublasDestroy(handle_) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "tpgraph: warning: cublasDestroy failed\n");
+    if (cublasDestroy(handle_) != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "tpgraph: warning: cublasDestroy failed\n");
+    }
   }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;

@@ -45,10 +45,15 @@ std::string_view to_string(Api api) {
   return "?";
 }
 
+namespace {
+std::string name_or_code(Api api, int status, std::string_view name) {
+  return name.empty() ? fmt::format("{} status {}", to_string(api), status) : std::string(name);
+}
+}  // namespace
+
 CudaError::CudaError(Api api, int status, std::string_view name, std::string_view description, std::string_view what,
                      std::source_location where)
-    : std::runtime_error(describe(name.empty() ? fmt::format("{} status {}", to_string(api), status) : std::string(name),
-                                  description, what, where)),
+    : std::runtime_error(describe(name_or_code(api, status, name), description, what, where)),
       api_(api),
       status_(status) {}
 
