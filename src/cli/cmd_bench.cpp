@@ -1,19 +1,18 @@
 // tpgraph bench [--tokens LIST] [--layout v1|v2] [--json PATH]: how fast are one rank's kernels,
 // against this GPU's own limits measured in the same run?
 //
-// The limits (device_limits.hpp): streaming read, write and copy kernels, each at the best launch
+// The limits (cuda/bench_limits.hpp): streaming read, write and copy kernels, each at the best launch
 // shape of a sweep, and the peak of the GEMM's own tensor-core instruction in a kernel that does
 // nothing else, with cuBLAS's fp16 GEMM beside it. The floor of a token count is the time the
 // three GEMMs' weight bytes take at the read limit or their FLOPs at the MMA peak, whichever is
 // longer.
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
-// kernels and replayed; each kernel's time is the median over replays of the time between its two
-// events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
+// kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of
+// the time between its two events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
 // the two graphs' replays alternate, so both run under the same clocks.
 // The weights one GEMM reads (289-425 MB) are several times the 60 MB L2, so replays cannot serve
 // them from cache; the activations between kernels stay in L2 as they would in a real layer.
-#include <cuda_runtime_api.h>
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
@@ -28,12 +27,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
-#include "cli/device_limits.hpp"
-#include "cli/kernel_layer.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/run_data.hpp"
 #include "core/scenario.hpp"
+#include "core/stats.hpp"
+#include "cuda/bench_chain.hpp"
+#include "cuda/bench_limits.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
@@ -84,77 +84,15 @@ std::vector<int> parse_tokens(const std::string& text) {
   return out;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// A captured sequence of layer steps with an event-record node before, between and after them.
-class TimedGraph {
- public:
-  TimedGraph(const cuda::RankLayer& layer, std::vector<cuda::ChainStep> steps)
-      : device_(layer.device()), steps_(std::move(steps)), stream_(cuda::make_stream(device_)) {
-    const cuda::DeviceScope scope(device_);
-    for (std::size_t i = 0; i <= steps_.size(); ++i) events_.push_back(cuda::make_event(device_));
-    cudaGraph_t raw = nullptr;
-    TPG_CUDA(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
-    // External records are graph nodes whose times cudaEventElapsedTime can read after a replay.
-    TPG_CUDA(cudaEventRecordWithFlags(events_[0].get(), stream_.get(), cudaEventRecordExternal));
-    for (std::size_t i = 0; i < steps_.size(); ++i) {
-      layer.enqueue(steps_[i], stream_.get());
-      TPG_CUDA(cudaEventRecordWithFlags(events_[i + 1].get(), stream_.get(), cudaEventRecordExternal));
-    }
-    TPG_CUDA(cudaStreamEndCapture(stream_.get(), &raw));
-    graph_ = cuda::Graph(raw, device_);
-    exec_ = cuda::instantiate(graph_);
-  }
-
-  // Per step, and for the whole sequence (last entry): the times of every replay, in µs.
-  [[nodiscard]] std::vector<std::vector<double>> replay(int warmup, int replays) const {
-    warm(warmup);
-    std::vector<std::vector<double>> us(steps_.size() + 1);
-    for (int r = 0; r < replays; ++r) replay_once(us);
-    return us;
-  }
-
-  void warm(int warmup) const {
-    const cuda::DeviceScope scope(device_);
-    for (int i = 0; i < warmup; ++i) TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
-    TPG_CUDA(cudaStreamSynchronize(stream_.get()));
-  }
-
-  // One replay; appends each step's time and the whole sequence's to `us` (steps + 1 series).
-  void replay_once(std::vector<std::vector<double>>& us) const {
-    const cuda::DeviceScope scope(device_);
-    TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
-    TPG_CUDA(cudaStreamSynchronize(stream_.get()));
-    for (std::size_t i = 0; i <= steps_.size(); ++i) {
-      const std::size_t from = i < steps_.size() ? i : 0;
-      const std::size_t to = i < steps_.size() ? i + 1 : steps_.size();
-      float ms = 0;
-      TPG_CUDA(cudaEventElapsedTime(&ms, events_[from].get(), events_[to].get()));
-      us[i].push_back(static_cast<double>(ms) * 1e3);
-    }
-  }
-
-  [[nodiscard]] std::size_t steps() const { return steps_.size(); }
-
- private:
-  int device_;
-  std::vector<cuda::ChainStep> steps_;
-  cuda::Stream stream_;
-  std::vector<cuda::Event> events_;
-  cuda::Graph graph_;
-  cuda::GraphExec exec_;
-};
+using stats::median;
 
 struct Limits {
-  std::optional<StreamLimit> read;
-  std::optional<StreamLimit> write;
-  std::optional<StreamLimit> copy;
-  std::optional<MmaLimit> mma;  // absent where the build has no wgmma
-  std::optional<TensorLimit> cublas;
-  std::optional<MemcpyRate> memcpy;
+  std::optional<cuda::StreamLimit> read;
+  std::optional<cuda::StreamLimit> write;
+  std::optional<cuda::StreamLimit> copy;
+  std::optional<cuda::MmaLimit> mma;  // absent where the build has no wgmma
+  std::optional<cuda::TensorLimit> cublas;
+  std::optional<cuda::MemcpyRate> memcpy;
   std::int64_t l2_bytes = 0;
 
   [[nodiscard]] std::optional<double> read_tbps() const { return read ? std::optional(read->best.tbps) : std::nullopt; }
@@ -184,28 +122,10 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   const Routing routing = build_routing(g);
   cuda::RankLayer layer(args.device, g, routing, weights, layout, args.tile);
   layer.upload_input(make_layer_input(g, parse_seed_flag(args.seed, "--seed")));
-  {
-    // One plain run first, so every intermediate the GEMMs-only graph reads holds real values.
-    const cuda::DeviceScope scope(args.device);
-    const cuda::Stream s = cuda::make_stream(args.device);
-    layer.enqueue_chain(s.get());
-    TPG_CUDA(cudaStreamSynchronize(s.get()));
-  }
   const std::vector<cuda::ChainStep> chain(cuda::kChainSteps.begin(), cuda::kChainSteps.end());
-  const std::vector<cuda::ChainStep> gemm_steps{cuda::ChainStep::gate, cuda::ChainStep::up, cuda::ChainStep::down};
-  // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
-  // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
-  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096.
-  const TimedGraph chain_graph(layer, chain);
-  const TimedGraph gemm_graph(layer, gemm_steps);
-  chain_graph.warm(args.warmup);
-  gemm_graph.warm(args.warmup);
-  std::vector<std::vector<double>> chain_us(chain_graph.steps() + 1);
-  std::vector<std::vector<double>> gemm_us(gemm_graph.steps() + 1);
-  for (int r = 0; r < args.replays; ++r) {
-    chain_graph.replay_once(chain_us);
-    gemm_graph.replay_once(gemm_us);
-  }
+  const cuda::ChainTimes times = cuda::time_rank_chain(layer, args.warmup, args.replays);
+  const std::vector<std::vector<double>>& chain_us = times.chain_us;
+  const std::vector<std::vector<double>>& gemm_us = times.gemm_us;
 
   const std::optional<double> read_tbps = limits.read_tbps();
   const std::optional<double> copy_tbps = limits.copy_tbps();
@@ -224,7 +144,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   double gemm_flops = 0;
   bool any_in_l2 = false;
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    StepFigures f{chain[i], median(chain_us[i]), *std::min_element(chain_us[i].begin(), chain_us[i].end()),
+    StepFigures f{chain[i], median(chain_us[i]), stats::min(chain_us[i]),
                   cuda::step_cost(chain[i], g, routing)};
     const double seconds = f.median_us * 1e-6;
     const double tbps = static_cast<double>(f.cost.bytes) / seconds / 1e12;
@@ -313,7 +233,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
     nlohmann::json sweep = nlohmann::json::array();
     for (int tile = 0; tile < kernels::gemm_tile_count(); ++tile) {
       layer.replan(routing, tile);
-      const auto us = TimedGraph(layer, gemm_steps).replay(args.warmup, std::max(10, args.replays / 4));
+      const auto us = cuda::time_gemms(layer, args.warmup, std::max(10, args.replays / 4));
       const auto shape = kernels::gemm_tile(tile);
       fmt::format_to(put, "  [{}] {}x{}: {:.1f} / {:.1f} / {:.1f} = {:.1f}", tile, shape.block_rows(),
                      shape.block_tokens(), median(us[0]), median(us[1]), median(us[2]), median(us[3]));
@@ -349,23 +269,22 @@ void run_bench(const BenchArgs& args) {
   fmt::format_to(put, "tpgraph bench on {} ({} SMs), layout {}, {} replays (median)\n", device.name, device.sm_count,
                  to_string(layout), args.replays);
   if (!args.no_limits) {
-    limits.read = measure_stream_limit(args.device, kernels::StreamKind::read, kStreamBytes, 10);
-    limits.write = measure_stream_limit(args.device, kernels::StreamKind::write, kStreamBytes, 10);
-    limits.copy = measure_stream_limit(args.device, kernels::StreamKind::copy, kStreamBytes, 10);
-    if (kernels::mma_peak_built()) limits.mma = measure_mma_peak(args.device, 10);
-    limits.cublas = measure_tensor_throughput(args.device, 8192, 20);
-    limits.memcpy = measure_memcpy(args.device, std::int64_t{1} << 31, 20);
-    int l2 = 0;
-    TPG_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, args.device));
-    limits.l2_bytes = l2;
+    limits.read = cuda::measure_stream_limit(args.device, kernels::StreamKind::read, kStreamBytes, 10);
+    limits.write = cuda::measure_stream_limit(args.device, kernels::StreamKind::write, kStreamBytes, 10);
+    limits.copy = cuda::measure_stream_limit(args.device, kernels::StreamKind::copy, kStreamBytes, 10);
+    if (kernels::mma_peak_built()) limits.mma = cuda::measure_mma_peak(args.device, 10);
+    limits.cublas = cuda::measure_tensor_throughput(args.device, 8192, 20);
+    limits.memcpy = cuda::measure_memcpy(args.device, std::int64_t{1} << 31, 20);
+    limits.l2_bytes = cuda::l2_cache_bytes(args.device);
     fmt::format_to(put, "limits measured now (each the best of a sweep of launch shapes, {} MiB buffers):\n",
                    kStreamBytes >> 20);
-    for (const StreamLimit* l : {&*limits.read, &*limits.write, &*limits.copy}) {
-      fmt::format_to(put, "  {:<6} {:5.2f} TB/s{}  ({})\n", to_string(l->kind), l->best.tbps,
-                     l->kind == kernels::StreamKind::copy ? " read + write" : "", describe(l->best.shape));
+    for (const cuda::StreamLimit* l : {&*limits.read, &*limits.write, &*limits.copy}) {
+      fmt::format_to(put, "  {:<6} {:5.2f} TB/s{}  ({})\n", cuda::to_string(l->kind), l->best.tbps,
+                     l->kind == kernels::StreamKind::copy ? " read + write" : "", cuda::describe(l->best.shape));
     }
     if (limits.mma) {
-      fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops, describe(limits.mma->best.shape));
+      fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops,
+                     cuda::describe(limits.mma->best.shape));
     } else {
       fmt::format_to(put, "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n");
     }
@@ -399,7 +318,7 @@ void run_bench(const BenchArgs& args) {
     j["layout"] = std::string(to_string(layout));
     j["replays"] = args.replays;
     j["limits"] = nlohmann::json::object();
-    auto stream_json = [](const StreamLimit& l) {
+    auto stream_json = [](const cuda::StreamLimit& l) {
       auto shape = [](const kernels::StreamShape& s) {
         return nlohmann::json{
             {"blocks", s.blocks}, {"threads", s.threads}, {"vector_bytes", s.vector_bytes}, {"unroll", s.unroll}};

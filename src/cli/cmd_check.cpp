@@ -3,8 +3,11 @@
 //   numerics    the layer output (every rank's chain and the join) against the CPU reference, on
 //               sampled tokens at large t (all of them at small t)
 //   repeat      the same inputs N times: bitwise identical layer outputs
-//   concurrent  again while a second stream runs the same kernels: still the same bits
+//   concurrent  again while a second copy of the layer runs the same kernels: still the same bits
 //   batch       a token's output in a 43-token batch and in a 4096-token batch: the same bits
+// The layer is issued by the scenario runner, the same issuer `tpgraph run` captures: the
+// scenario's devices, geometry, layout, weights, peer copy and issue kind, as one layer with no
+// trunk work, resident buffers and the join reduce (check_layer below).
 // An arm whose output is all zeros (weights zeros, say) is VACUOUS, which is not a pass. Exit 0
 // only when every arm passes.
 #include <fmt/core.h>
@@ -15,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -23,16 +25,21 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/kernel_layer.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/reference.hpp"
+#include "core/stats.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
+#include "cuda/scenario_runner.hpp"
 
 namespace tpgraph::cli {
 namespace {
+
+using stats::describe;
+using stats::guard_of;
+using stats::OutputGuard;
 
 struct CheckArgs {
   std::string scenario;
@@ -80,43 +87,63 @@ std::vector<float> rows_of(std::span<const float> plane, std::span<const int> to
   return out;
 }
 
-Arm numerics_arm(const Geometry& g, const Routing& routing, std::span<const RankWeights> weights,
-                 std::span<const float> z, GpuLayer& layer, const std::vector<float>& layer_out, int sample) {
-  const std::vector<int> tokens = sample_tokens(g.tokens, sample);
-  std::vector<std::vector<float>> partials;
+// The layer check runs: one layer of the scenario with no trunk work and resident buffers (what
+// poison reaches). `join` reduce leaves the layer output in rank 0's out; none leaves every rank's
+// out_r (one rank has no join either way).
+Scenario check_layer(const Scenario& s, JoinKind join) {
+  Scenario c = s;
+  c.layers = 1;
+  c.root_busy = 0;
+  c.alloc = AllocKind::resident;
+  c.join = s.geometry.ranks > 1 ? join : JoinKind::none;
+  return c;
+}
+
+// Poison, one replay, wait: rank 0's out afterwards.
+std::vector<float> run_once(cuda::PreparedVariant& layer) {
+  layer.poison();
+  layer.launch();
+  layer.wait();
+  return layer.rank_output(0);
+}
+
+// `ranks` leaves each rank's out_r (join none); `layer_out` is a replay of the layer with the join.
+Arm numerics_arm(cuda::PreparedVariant& ranks, const cuda::LayerInputs& in, const std::vector<float>& layer_out) {
+  const Geometry& g = in.geometry;
   Arm arm{"numerics", "", "", {}, {}};
   bool all_ok = true;
-  nlohmann::json ranks = nlohmann::json::array();
+  nlohmann::json rank_figures = nlohmann::json::array();
+  ranks.poison();
+  ranks.launch();
+  ranks.wait();
   for (int r = 0; r < g.ranks; ++r) {
-    partials.push_back(reference_rank_output(g, routing, weights[static_cast<std::size_t>(r)], z, tokens));
-    const auto gpu = rows_of(layer.rank_output(r), tokens, g.hidden);
-    const Comparison c = compare_to_reference(gpu, partials.back());
+    const auto gpu = rows_of(ranks.rank_output(r), in.sample, g.hidden);
+    const Comparison c = compare_to_reference(gpu, in.rank_reference[static_cast<std::size_t>(r)]);
     all_ok = all_ok && c.passed();
     arm.details.push_back(fmt::format("rank {}: max |gpu-ref|/max|ref| {:.2e}, {} over tolerance; {}", r, c.max_rel_err,
                                       c.mismatches, describe(guard_of(gpu))));
-    ranks.push_back({{"rank", r}, {"max_rel_err", c.max_rel_err}, {"mismatches", c.mismatches}});
+    rank_figures.push_back({{"rank", r}, {"max_rel_err", c.max_rel_err}, {"mismatches", c.mismatches}});
   }
-  const std::vector<float> reference = reference_join(partials);
-  const auto gpu = rows_of(layer_out, tokens, g.hidden);
-  const Comparison c = compare_to_reference(gpu, reference);
+  const auto gpu = rows_of(layer_out, in.sample, g.hidden);
+  const Comparison c = compare_to_reference(gpu, in.layer_reference);
   const OutputGuard guard = guard_of(gpu);
   arm.verdict = verdict_of(all_ok && c.passed(), guard);
   arm.summary = fmt::format("layer output, {} of {} tokens x {}: max |gpu-ref|/max|ref| {:.2e} (tolerance {:.1e}), "
                             "{} over it; {}",
-                            tokens.size(), g.tokens, g.hidden, c.max_rel_err, c.tolerance, c.mismatches,
+                            in.sample.size(), g.tokens, g.hidden, c.max_rel_err, c.tolerance, c.mismatches,
                             describe(guard));
-  arm.figures = {{"tokens_compared", tokens.size()}, {"max_rel_err", c.max_rel_err}, {"max_abs_err", c.max_abs_err},
+  arm.figures = {{"tokens_compared", in.sample.size()}, {"max_rel_err", c.max_rel_err}, {"max_abs_err", c.max_abs_err},
                  {"tolerance", c.tolerance}, {"mismatches", c.mismatches}, {"guard", guard_json(guard)},
-                 {"ranks", ranks}};
+                 {"ranks", rank_figures}};
   return arm;
 }
 
-Arm repeat_arm(GpuLayer& layer, const std::vector<float>& first, int repeats) {
+Arm repeat_arm(cuda::PreparedVariant& layer, const std::vector<float>& first, int repeats) {
   std::int64_t worst = 0;
   std::int64_t worst_nan = 0;
   int identical = 1;
   for (int i = 1; i < repeats; ++i) {
-    const auto again = layer.run();
+    const auto again = run_once(layer);
     const std::int64_t d = differing(first, again);
     worst = std::max(worst, d);
     worst_nan = std::max(worst_nan, guard_of(again).nan_count);
@@ -134,23 +161,21 @@ Arm repeat_arm(GpuLayer& layer, const std::vector<float>& first, int repeats) {
               {"guard", guard_json(guard)}}};
 }
 
-Arm concurrent_arm(const Geometry& g, const Routing& routing, std::span<const RankWeights> weights,
-                   std::span<const float> z, std::span<const int> devices, Layout layout, GpuLayer& layer,
-                   const std::vector<float>& first) {
-  // A second copy of the layer on its own streams keeps the same kernels busy on the GPUs while
-  // the measured layer runs: both are enqueued before anything waits. Scheduling changes; the bits
-  // must not.
-  GpuLayer noise(g, routing, weights, z, devices, layout);
+Arm concurrent_arm(cuda::PreparedVariant& layer, cuda::PreparedVariant& noise, const std::vector<float>& first) {
+  // A second copy of the layer (its own buffers and streams) keeps the same kernels busy on the
+  // GPUs while the measured layer runs: both are enqueued before anything waits. Scheduling
+  // changes; the bits must not.
   int identical = 0;
   std::int64_t worst_nan = 0;
   const int runs = 3;
   for (int i = 0; i < runs; ++i) {
     layer.poison();
-    noise.enqueue();
-    layer.enqueue();
-    noise.enqueue();
-    const auto again = layer.collect();
-    (void)noise.collect();
+    noise.launch();
+    layer.launch();
+    noise.launch();
+    layer.wait();
+    const auto again = layer.rank_output(0);
+    noise.wait();
     identical += same_bits(first, again) ? 1 : 0;
     worst_nan = std::max(worst_nan, guard_of(again).nan_count);
   }
@@ -161,24 +186,24 @@ Arm concurrent_arm(const Geometry& g, const Routing& routing, std::span<const Ra
              {}, {{"runs", runs}, {"identical", identical}, {"worst_nan", worst_nan}, {"guard", guard_json(guard)}}};
 }
 
-Arm batch_arm(const Scenario& s, std::span<const RankWeights> weights, std::span<const int> devices) {
+Arm batch_arm(cuda::ScenarioRunner& runner, const Scenario& layer_scenario) {
   constexpr int kSmall = 43;
   constexpr int kBig = 4096;
-  Geometry small = s.geometry;
-  small.tokens = kSmall;
-  Geometry big = s.geometry;
-  big.tokens = kBig;
-  const std::vector<float> z_big = make_layer_input(big, s.seed);
-  const std::vector<float> z_small(z_big.begin(), z_big.begin() + std::int64_t{kSmall} * big.hidden);
+  // The layer input of a token does not depend on the batch it is in (make_layer_input draws each
+  // element from its own position), so the small batch's z is the big batch's first rows.
+  Scenario small = layer_scenario;
+  small.geometry.tokens = kSmall;
+  Scenario big = layer_scenario;
+  big.geometry.tokens = kBig;
   std::vector<float> out_small;
   std::vector<float> out_big;
   {
-    GpuLayer layer(small, build_routing(small), weights, z_small, devices, s.layout);
-    out_small = layer.run();
+    const auto layer = runner.prepare(small);
+    out_small = run_once(*layer);
   }
   {
-    GpuLayer layer(big, build_routing(big), weights, z_big, devices, s.layout);
-    const auto out = layer.run();
+    const auto layer = runner.prepare(big);
+    const auto out = run_once(*layer);
     out_big.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(out_small.size()));
   }
   const std::int64_t d = differing(out_small, out_big);
@@ -197,17 +222,17 @@ void run_check(const CheckArgs& args) {
   // geometry whose host side cannot fit is refused here, not by bad_alloc after minutes of work.
   check_host_memory_fits(host_memory_for_check(s.geometry), available_host_memory(), "tpgraph check");
   cuda::require_device("tpgraph check runs the kernels and needs");
-  const int visible = cuda::visible_device_count();
-  const std::vector<int> devices = cuda::rank_devices(s, visible);
-  cuda::enable_peer_access(devices);
   const Geometry& g = s.geometry;
+  const Scenario layer_scenario = check_layer(s, JoinKind::reduce);
+  const Scenario ranks_scenario = check_layer(s, JoinKind::none);
+  const std::vector<int> devices = cuda::rank_devices(layer_scenario, cuda::visible_device_count());
   const auto device_list = cuda::query_devices();
-  {
-    // Each rank's resident buffers on its GPU (check stages no partials and allocates no pool).
-    std::map<int, std::int64_t> needed;
-    for (int r = 0; r < g.ranks; ++r) needed[devices[static_cast<std::size_t>(r)]] += memory_per_rank(g).total();
-    cuda::check_memory({needed.begin(), needed.end()});
-  }
+  cuda::RunnerSettings settings;
+  settings.trace = false;
+  settings.check_tokens = args.sample;
+  cuda::ScenarioRunner runner(nullptr, settings, {});
+  // The devices, peer access and memory of the layer, checked before anything is printed or made.
+  runner.preflight_all(std::span(&layer_scenario, 1));
 
   std::string head;
   fmt::format_to(std::back_inserter(head),
@@ -217,19 +242,19 @@ void run_check(const CheckArgs& args) {
   fmt::print("{}", head);
   std::fflush(stdout);
 
-  const Routing routing = build_routing(g);
-  const std::vector<RankWeights> weights = make_all_rank_weights(g, s.weights, s.seed);
-  const std::vector<float> z = make_layer_input(g, s.seed);
-
   std::vector<Arm> arms;
   {
-    GpuLayer layer(g, routing, weights, z, devices, s.layout);
-    const std::vector<float> first = layer.run();
-    arms.push_back(numerics_arm(g, routing, weights, z, layer, first, args.sample));
-    arms.push_back(repeat_arm(layer, first, args.repeats));
-    arms.push_back(concurrent_arm(g, routing, weights, z, devices, s.layout, layer, first));
+    const auto layer = runner.prepare(layer_scenario);
+    const std::vector<float> first = run_once(*layer);
+    {
+      const auto ranks = runner.prepare(ranks_scenario);
+      arms.push_back(numerics_arm(*ranks, ranks->inputs(), first));
+    }
+    arms.push_back(repeat_arm(*layer, first, args.repeats));
+    const auto noise = runner.prepare_apart(layer_scenario);
+    arms.push_back(concurrent_arm(*layer, *noise, first));
   }
-  arms.push_back(batch_arm(s, weights, devices));
+  arms.push_back(batch_arm(runner, layer_scenario));
 
   int passed = 0;
   std::string out;

@@ -23,6 +23,7 @@
 #include "cuda/error.hpp"
 #include "cuda/scenario_runner.hpp"
 #include "cupti/collector.hpp"
+#include "cupti/observer.hpp"
 
 namespace tpgraph::cli {
 namespace {
@@ -36,23 +37,6 @@ struct RunArgs {
   int check_tokens = 32;
 };
 
-// The CUDA layer's view of the CUPTI collector (the CUDA layer does not link CUPTI).
-class CuptiObserver final : public cuda::RunObserver {
- public:
-  explicit CuptiObserver(cupti::Collector& collector) : collector_(collector) {}
-  void begin_variant() override { collector_.begin_variant(); }
-  void node_captured(cudaGraphNode_t captured, int node) override { collector_.map_node(captured, node); }
-  void set_tracing(bool on) override { collector_.set_tracing(on); }
-  void push_tag(int replay, int node) override { tags_.push_back(collector_.tag(replay, node)); }
-  void pop_tag() override { tags_.pop_back(); }
-  std::vector<ActivityRecord> collect(CollectionHealth& health) override { return collector_.collect(health); }
-  std::vector<std::string> take_warnings() override { return collector_.take_warnings(); }
-
- private:
-  cupti::Collector& collector_;
-  std::vector<cupti::Collector::Tag> tags_;
-};
-
 void run_command(const RunArgs& args) {
   // Every scenario is resolved and checked against the GPUs before any GPU work: a bad name, flag,
   // device or size stops the run with nothing written.
@@ -62,11 +46,6 @@ void run_command(const RunArgs& args) {
   if (args.check_tokens < 2) throw InputError("--check-tokens: accepted: 2 or more");
 
   cuda::require_device("tpgraph run captures and replays on a GPU and needs");
-  const int visible = cuda::visible_device_count();
-  for (const Scenario& s : scenarios) {
-    (void)cuda::rank_devices(s, visible);
-    cuda::check_memory(memory_per_device(s, visible));
-  }
 
   RunData run;
   run.env = host_environment();
@@ -80,12 +59,13 @@ void run_command(const RunArgs& args) {
   run.env.cupti_version = static_cast<int>(cupti::Collector::cupti_version());
   run.env.devices = cuda::query_devices();
 
-  // CUPTI must be on before the first capture: graphs captured before it have hung (facts.md).
+  // CUPTI must be on before the first capture: replaying a graph captured before CUPTI was enabled
+  // has been seen to hang.
   std::unique_ptr<cupti::Collector> collector;
-  std::unique_ptr<CuptiObserver> observer;
+  std::unique_ptr<cupti::CuptiObserver> observer;
   if (!args.no_trace) {
     collector = std::make_unique<cupti::Collector>();
-    observer = std::make_unique<CuptiObserver>(*collector);
+    observer = std::make_unique<cupti::CuptiObserver>(*collector);
   }
 
   const int total = static_cast<int>(scenarios.size());
@@ -99,6 +79,7 @@ void run_command(const RunArgs& args) {
   settings.trace = !args.no_trace;
   settings.check_tokens = args.check_tokens;
   cuda::ScenarioRunner runner(observer.get(), settings, progress);
+  runner.preflight_all(scenarios);
   for (const Scenario& s : scenarios) {
     ++index;
     current = s.name;

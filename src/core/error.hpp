@@ -1,5 +1,6 @@
 // Errors the user can fix: a bad file, flag, field or geometry. The CLI prints what() on one line
-// and exits 2. Anything else (a CUDA failure, a bug) is a different type and exits 1.
+// and exits 2. Anything else is a different type and exits 1: a failed GPU API call is
+// cuda::CudaError (cuda/error.hpp, for every API), a bug std::logic_error.
 #pragma once
 #include <stdexcept>
 #include <string>

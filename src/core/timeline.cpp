@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace tpgraph {
 
@@ -171,17 +172,11 @@ Stats summarize(std::vector<double> values) {
   Stats s;
   if (values.empty()) return s;
   std::sort(values.begin(), values.end());
-  const auto at = [&](double q) {
-    const double pos = q * static_cast<double>(values.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const auto hi = static_cast<std::size_t>(std::ceil(pos));
-    return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-  };
   s.count = static_cast<int>(values.size());
   s.min = values.front();
   s.max = values.back();
-  s.median = at(0.5);
-  s.p90 = at(0.9);
+  s.median = stats::percentile_sorted(values, 0.5);
+  s.p90 = stats::percentile_sorted(values, 0.9);
   return s;
 }
 
@@ -379,7 +374,7 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
   return links;
 }
 
-double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
+double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
 
 // One node in one replay as the summaries over replays need it: 48 bytes where a NodeTiming with
 // its occupants takes over 100 (a trace of ten million records keeps one per record).
@@ -799,9 +794,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     if (rt.present) spans.push_back(rt.span_us);
   out.span_us = summarize(spans);
   {
-    std::vector<double> deviation;
-    for (const double x : spans) deviation.push_back(std::abs(x - out.span_us.median));
-    out.span_mad_us = median_of(deviation);
+    out.span_mad_us = stats::mad(spans);
     out.outlier_threshold_us = std::max(kOutlierMads * out.span_mad_us, kOutlierFraction * out.span_us.median);
   }
   const bool compare_verdicts = out.ranks >= 2;

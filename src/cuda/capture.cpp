@@ -74,6 +74,20 @@ class CaptureGuard {
 
 }  // namespace
 
+Graph capture_graph(cudaStream_t stream, int device, const std::function<void()>& fn) {
+  TPG_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  CaptureGuard guard(stream);
+  fn();
+  guard.done();
+  cudaGraph_t g = nullptr;
+  const cudaError_t status = cudaStreamEndCapture(stream, &g);
+  if (status != cudaSuccess) {
+    if (g != nullptr) (void)cudaGraphDestroy(g);
+    check(status, "cudaStreamEndCapture");
+  }
+  return Graph(g, device);
+}
+
 GraphIssuer::GraphIssuer(const LayerGraph& graph) : graph_(graph) {
   if (graph.ranks < 1 || graph.nodes.empty()) throw std::logic_error("GraphIssuer: empty layer graph");
   std::vector<int> rank_device(static_cast<std::size_t>(graph.ranks), -1);
@@ -115,8 +129,9 @@ void GraphIssuer::walk(const IssueNode& issue, bool capturing, std::vector<cudaG
       TPG_CUDA(cudaStreamWaitEvent(s, order_events_[from].get(), 0));
     }
     if (is_span(node)) {
-      // A plain record during capture makes no node (facts.md); the external flag makes one whose
-      // timestamps cudaEventElapsedTime can read after each replay.
+      // A plain record during capture only orders streams and adds no node to the graph; the
+      // external flag makes an event-record node whose timestamps cudaEventElapsedTime can read
+      // after each replay.
       if (capturing) {
         TPG_CUDA(cudaEventRecordWithFlags(span_events_[node.id].get(), s, cudaEventRecordExternal));
       } else {
@@ -153,32 +168,17 @@ CapturedGraph GraphIssuer::capture(const IssueNode& issue, const NodeCaptured& c
   const int root_device = streams_[0].device();
   {
     DeviceScope scope(root_device);
-    // Thread-local: another thread's CUDA calls (CUPTI's, a logger's) cannot invalidate the capture.
-    TPG_CUDA(cudaStreamBeginCapture(root_stream(), cudaStreamCaptureModeThreadLocal));
+    out.graph = capture_graph(root_stream(), root_device, [&] {
+      // Every stream joins the capture at its start with no dependency, so a rank's first node
+      // depends on exactly what the layer graph says (on nothing, when it has no fork edge).
+      TPG_CUDA(cudaEventRecord(capture_start_.get(), root_stream()));
+      for (std::size_t r = 1; r < streams_.size(); ++r) {
+        DeviceScope rank_scope(streams_[r].device());
+        TPG_CUDA(cudaStreamWaitEvent(streams_[r].get(), capture_start_.get(), 0));
+      }
+      walk(issue, /*capturing=*/true, &out.node_of);
+    });
   }
-  CaptureGuard guard(root_stream());
-  {
-    // Every stream joins the capture at its start with no dependency, so a rank's first node
-    // depends on exactly what the layer graph says (on nothing, when it has no fork edge).
-    DeviceScope scope(root_device);
-    TPG_CUDA(cudaEventRecord(capture_start_.get(), root_stream()));
-  }
-  for (std::size_t r = 1; r < streams_.size(); ++r) {
-    DeviceScope scope(streams_[r].device());
-    TPG_CUDA(cudaStreamWaitEvent(streams_[r].get(), capture_start_.get(), 0));
-  }
-  walk(issue, /*capturing=*/true, &out.node_of);
-  cudaGraph_t g = nullptr;
-  {
-    DeviceScope scope(root_device);
-    guard.done();
-    const cudaError_t status = cudaStreamEndCapture(root_stream(), &g);
-    if (status != cudaSuccess) {
-      if (g != nullptr) (void)cudaGraphDestroy(g);
-      check(status, "cudaStreamEndCapture");
-    }
-  }
-  out.graph = Graph(g, root_device);
   if (captured) {
     for (std::size_t i = 0; i < out.node_of.size(); ++i) captured(out.node_of[i], static_cast<int>(i));
   }

@@ -22,6 +22,13 @@ using IssueNode = std::function<void(const Node& node, cudaStream_t stream)>;
 // Called under capture right after a node was added: the driver's node for layer node `node`.
 using NodeCaptured = std::function<void(cudaGraphNode_t captured, int node)>;
 
+// Captures what `fn` issues on `stream` (thread-local capture mode: another thread's CUDA calls,
+// CUPTI's or a logger's, cannot invalidate it) into a graph on `device`. `stream`'s device must be
+// current. If `fn` or ending the capture throws, the capture is ended and the partial graph
+// destroyed before the error propagates, so the stream is usable again. The only place tpgraph
+// begins and ends a stream capture.
+[[nodiscard]] Graph capture_graph(cudaStream_t stream, int device, const std::function<void()>& fn);
+
 struct CapturedGraph {
   Graph graph;
   std::vector<cudaGraphNode_t> node_of;  // layer node id -> captured node

@@ -1,6 +1,5 @@
 #include "cuda/replay.hpp"
 
-#include <algorithm>
 #include <chrono>
 
 namespace tpgraph::cuda {
@@ -60,16 +59,6 @@ ReplayTimes run_replays(const GraphIssuer& issuer, const std::function<void(int 
     }
   }
   return t;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  if (values.size() % 2 == 1) return *mid;
-  const double upper = *mid;
-  const double lower = *std::max_element(values.begin(), mid);
-  return (lower + upper) / 2;
 }
 
 }  // namespace tpgraph::cuda

@@ -29,7 +29,4 @@ struct ReplayTimes {
 // Waits for everything issued on every rank's stream.
 void synchronize(const GraphIssuer& issuer);
 
-// Median of `values` (0 when empty).
-[[nodiscard]] double median(std::vector<double> values);
-
 }  // namespace tpgraph::cuda

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
@@ -68,27 +70,41 @@ struct PreparedVariant::Buffers {
   DeviceBuffer<const float*> partials;  // device pointers into staging, for join_reduce
 };
 
-std::shared_ptr<const LayerInputs> make_layer_inputs(const Scenario& s, int sample_count, const Progress& progress) {
+bool shares_weights(const LayerInputs& in, const Scenario& s) {
+  const Geometry& a = in.geometry;
+  const Geometry& b = s.geometry;
+  return in.rank_weights && a.experts == b.experts && a.hidden == b.hidden && a.ff == b.ff && a.ranks == b.ranks &&
+         in.seed == s.seed && in.weights == s.weights;
+}
+
+std::shared_ptr<const LayerInputs> make_layer_inputs(const Scenario& s, int sample_count, const Progress& progress,
+                                                     std::shared_ptr<const std::vector<RankWeights>> weights) {
   const Geometry& g = s.geometry;
   auto in = std::make_shared<LayerInputs>();
   in->geometry = g;
   in->seed = s.seed;
   in->weights = s.weights;
   in->routing = build_routing(g);
-  for (int r = 0; r < g.ranks; ++r) {
-    say(progress, fmt::format("generating rank {} weights ({} experts, {}x{} and {}x{}, {})", r, g.experts, g.ff,
-                              g.hidden, g.hidden, g.ff, to_string(s.weights)));
-    in->rank_weights.push_back(make_rank_weights(g, r, s.weights, s.seed));
+  if (!weights) {
+    auto made = std::make_shared<std::vector<RankWeights>>();
+    for (int r = 0; r < g.ranks; ++r) {
+      say(progress, fmt::format("generating rank {} weights ({} experts, {}x{} and {}x{}, {})", r, g.experts, g.ff,
+                                g.hidden, g.hidden, g.ff, to_string(s.weights)));
+      made->push_back(make_rank_weights(g, r, s.weights, s.seed));
+    }
+    weights = std::move(made);
   }
+  if (std::ssize(*weights) != g.ranks) throw std::logic_error("make_layer_inputs: weights of another rank count");
+  in->rank_weights = std::move(weights);
   in->z = make_layer_input(g, s.seed);
   if (sample_count <= 0) return in;  // no output check wanted (dot --captured)
   in->sample = sample_tokens(g.tokens, g.tokens == 1 ? 1 : std::clamp(sample_count, 2, g.tokens));
   say(progress, fmt::format("CPU reference at {} sampled tokens", in->sample.size()));
   for (int r = 0; r < g.ranks; ++r) {
     in->rank_reference.push_back(
-        reference_rank_output(g, in->routing, in->rank_weights[static_cast<std::size_t>(r)], in->z, in->sample));
+        reference_rank_output(g, in->routing, (*in->rank_weights)[static_cast<std::size_t>(r)], in->z, in->sample));
   }
-  in->layer_reference = reference_layer_output(g, in->routing, in->rank_weights, in->z, in->sample);
+  in->layer_reference = reference_layer_output(g, in->routing, *in->rank_weights, in->z, in->sample);
   return in;
 }
 
@@ -96,12 +112,10 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
                                  std::shared_ptr<DeviceModel> model, RunObserver* observer, const Progress& progress)
     : scenario_(s), inputs_(std::move(inputs)), model_(std::move(model)), observer_(observer) {
   if (!inputs_ || !inputs_->serves(scenario_)) throw std::logic_error("PreparedVariant: inputs of another geometry");
-  require_device(fmt::format("running scenario '{}' needs", scenario_.name));
   visible_ = visible_device_count();
   const Geometry& geo = scenario_.geometry;
   const std::vector<int> devices = rank_devices(scenario_, visible_);
   if (model_ && !model_->serves(inputs_.get(), scenario_.layout, devices)) model_.reset();
-  (void)preflight(scenario_, model_.get());
   graph_ = build_layer_graph(scenario_, inputs_->routing, visible_);
 
   if (!model_) {
@@ -114,7 +128,7 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
     m->ranks.reserve(static_cast<std::size_t>(geo.ranks));
     for (int r = 0; r < geo.ranks; ++r) {
       m->ranks.emplace_back(devices[static_cast<std::size_t>(r)], geo, inputs_->routing,
-                            inputs_->rank_weights[static_cast<std::size_t>(r)], scenario_.layout);
+                            (*inputs_->rank_weights)[static_cast<std::size_t>(r)], scenario_.layout);
       m->ranks.back().upload_input(inputs_->z);
     }
     model_ = std::move(m);
@@ -191,16 +205,36 @@ std::vector<double> PreparedVariant::queued_launches(int count) {
   synchronize(*issuer_);
   for (int i = 0; i < count; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (exec_) {
-      DeviceScope scope(issuer_->device(0));
-      check(cudaGraphLaunch(exec_.get(), issuer_->root_stream()), "cudaGraphLaunch");
-    } else {
-      issuer_->issue_eager([this](const Node& n, cudaStream_t st) { issue_node(n, st); });
-    }
+    launch();
     out.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   synchronize(*issuer_);
   return out;
+}
+
+void PreparedVariant::launch() {
+  if (exec_) {
+    DeviceScope scope(issuer_->device(0));
+    check(cudaGraphLaunch(exec_.get(), issuer_->root_stream()), "cudaGraphLaunch");
+  } else {
+    issuer_->issue_eager([this](const Node& n, cudaStream_t st) { issue_node(n, st); });
+  }
+}
+
+void PreparedVariant::wait() { synchronize(*issuer_); }
+
+void PreparedVariant::poison() {
+  for (const RankLayer& rank : model_->ranks) rank.poison();
+  if (buffers_->staging.size() > 0) {
+    DeviceScope scope(buffers_->staging.device());
+    TPG_CUDA(cudaMemset(buffers_->staging.get(), 0xff, buffers_->staging.bytes()));
+    // The memset runs on the legacy stream, which the ranks' non-blocking streams do not wait for.
+    TPG_CUDA(cudaDeviceSynchronize());
+  }
+}
+
+std::vector<float> PreparedVariant::rank_output(int rank) const {
+  return model_->ranks.at(static_cast<std::size_t>(rank)).download_out();
 }
 
 PreparedVariant::~PreparedVariant() {
@@ -251,7 +285,7 @@ void PreparedVariant::issue_node(const Node& node, cudaStream_t stream) {
     case Role::down: layer.enqueue(ChainStep::down, rb.work, stream); return;
     case Role::combine: layer.enqueue(ChainStep::combine, rb.work, stream); return;
     case Role::peer_copy: {
-      // cudaMemcpyPeerAsync cannot be captured (facts.md); with unified addressing a default-kind
+      // cudaMemcpyPeerAsync cannot be captured into a graph; with unified addressing a default-kind
       // copy between two GPUs' pointers is the same peer transfer, captured as a memcpy node.
       const auto bytes = static_cast<std::size_t>(std::int64_t{scenario_.copy_row_count()} * geo.hidden) * sizeof(float);
       TPG_CUDA(cudaMemcpyAsync(model_->ranks[static_cast<std::size_t>(node.peer)].z(), model_->ranks[0].z(), bytes,
@@ -349,21 +383,44 @@ ScenarioRunner::ScenarioRunner(RunObserver* observer, RunnerSettings settings, P
 std::shared_ptr<const LayerInputs> ScenarioRunner::inputs_for(const Scenario& s) {
   if (!inputs_ || !inputs_->serves(s)) {
     model_.reset();  // built from the old inputs: its memory goes back before the new one is made
+    std::shared_ptr<const std::vector<RankWeights>> weights;
+    if (inputs_ && shares_weights(*inputs_, s)) weights = inputs_->rank_weights;
     inputs_.reset();
-    inputs_ = make_layer_inputs(s, settings_.check_tokens, progress_);
+    inputs_ = make_layer_inputs(s, settings_.check_tokens, progress_, std::move(weights));
   }
   return inputs_;
+}
+
+std::unique_ptr<PreparedVariant> ScenarioRunner::prepare_apart(const Scenario& s) {
+  // Its whole footprint, beside whatever the runner's own variants hold now.
+  (void)preflight(s, nullptr);
+  return std::make_unique<PreparedVariant>(s, inputs_for(s), nullptr, observer_, progress_);
+}
+
+void ScenarioRunner::preflight_all(std::span<const Scenario> scenarios) {
+  for (const Scenario& s : scenarios) {
+    // Nothing is reused yet, so each scenario is checked for its whole footprint: the check stays
+    // true when the variant before it shares no model with it.
+    (void)preflight(s, nullptr);
+    checked_.push_back(s);
+  }
 }
 
 std::unique_ptr<PreparedVariant> ScenarioRunner::prepare(const Scenario& s) {
   // Devices, peer access and memory are checked before the weights are generated: a scenario that
   // cannot run fails in a second, not after minutes of host work.
-  validate(s);
-  require_device(fmt::format("running scenario '{}' needs", s.name));
+  const auto checked = std::find(checked_.begin(), checked_.end(), s);
+  const bool already_checked = checked != checked_.end();
+  if (already_checked) {
+    checked_.erase(checked);
+  } else {
+    validate(s);
+    require_device(fmt::format("running scenario '{}' needs", s.name));
+  }
   const std::vector<int> devices = rank_devices(s, visible_device_count());
   const bool reuse = inputs_ && inputs_->serves(s) && model_ && model_->serves(inputs_.get(), s.layout, devices);
   if (!reuse) model_.reset();
-  (void)preflight(s, model_.get());
+  if (!already_checked) (void)preflight(s, model_.get());
   auto inputs = inputs_for(s);
   auto prepared = std::make_unique<PreparedVariant>(s, std::move(inputs), std::exchange(model_, nullptr), observer_,
                                                     progress_);
@@ -397,12 +454,12 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
   v.costs.instantiate_ms = prepared->instantiate_ms();
   // A short burst: enough launches to queue behind each other, few enough not to fill the launch queue.
   v.costs.queued_launch_us = prepared->queued_launches(std::min(s.replays, 20));
-  v.replay_us_untraced = median(untraced.wall_us);
+  v.replay_us_untraced = stats::median(untraced.wall_us);
   if (traced) {
     say(progress_, fmt::format("replaying {} times, tracing on", s.replays));
     observer_->set_tracing(true);
     const ReplayTimes with_cupti = prepared->replay(0, s.replays, true);
-    v.replay_us_traced = median(with_cupti.wall_us);
+    v.replay_us_traced = stats::median(with_cupti.wall_us);
     v.event_spans = with_cupti.spans;
     v.records = observer_->collect(v.health);
     observer_->set_tracing(false);

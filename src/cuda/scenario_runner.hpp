@@ -1,7 +1,8 @@
 // One scenario on the GPUs, from inputs to a filled VariantRun: the layer's inputs on every rank's
 // device, the layer graph captured once (or walked eagerly every replay), the captured graph checked
 // against the layer graph, warm-up and timed replays, and the output checked against the CPU
-// reference. `tpgraph run`, `tpgraph dot --captured` and the GPU tests all go through here.
+// reference. `tpgraph run`, `tpgraph check`, `tpgraph dot --captured` and the GPU tests all go
+// through here: there is one issuer of the layer.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,8 +27,8 @@
 
 namespace tpgraph::cuda {
 
-// What a profiler learns while a scenario runs. The CUPTI collector implements it (src/cli, which
-// links CUPTI; this layer does not); tests and `run --no-trace` pass none.
+// What a profiler learns while a scenario runs. The CUPTI collector implements it
+// (cupti/observer.hpp; this layer does not link CUPTI); check, tests and `run --no-trace` pass none.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -54,7 +56,8 @@ struct LayerInputs {
   std::uint64_t seed = 0;
   WeightsKind weights = WeightsKind::random;
   Routing routing;
-  std::vector<RankWeights> rank_weights;           // [rank]
+  // [rank]; shared between inputs that differ only in tokens (weights do not depend on them)
+  std::shared_ptr<const std::vector<RankWeights>> rank_weights;
   std::vector<float> z;                            // tokens x hidden
   std::vector<int> sample;                         // tokens the output check reads
   std::vector<std::vector<float>> rank_reference;  // [rank]: out_r at `sample`
@@ -64,9 +67,13 @@ struct LayerInputs {
     return geometry == s.geometry && seed == s.seed && weights == s.weights;
   }
 };
-// sample_count 0: no sample and no reference (nothing will be checked).
-[[nodiscard]] std::shared_ptr<const LayerInputs> make_layer_inputs(const Scenario& s, int sample_count,
-                                                                   const Progress& progress = {});
+// sample_count 0: no sample and no reference (nothing will be checked). `weights`, when given, are
+// every rank's weights of `s` already made (shares_weights), and are not made again.
+[[nodiscard]] std::shared_ptr<const LayerInputs> make_layer_inputs(
+    const Scenario& s, int sample_count, const Progress& progress = {},
+    std::shared_ptr<const std::vector<RankWeights>> weights = nullptr);
+// Whether `in`'s weights are those `s` would make: same experts, hidden, ff, ranks, seed and kind.
+[[nodiscard]] bool shares_weights(const LayerInputs& in, const Scenario& s);
 
 struct DeviceModel;  // every rank's resident weights, routing, GEMM plans and input (scenario_runner.cpp)
 
@@ -79,8 +86,8 @@ std::vector<int> preflight(const Scenario& s, const DeviceModel* reused);
 // A scenario set up on its GPUs and captured (graph issue) or ready to walk (eager issue).
 class PreparedVariant {
  public:
-  // Checks the devices exist, peer access and memory, then uploads (or reuses `model` when it
-  // matches the scenario's geometry, layout and devices) and allocates; calls
+  // The caller has run preflight() for `s` (ScenarioRunner::prepare does). Uploads (or reuses
+  // `model` when it matches the scenario's geometry, layout and devices) and allocates; calls
   // observer->begin_variant() after the uploads and captures with observer->node_captured().
   PreparedVariant(const Scenario& s, std::shared_ptr<const LayerInputs> inputs,
                   std::shared_ptr<DeviceModel> model, RunObserver* observer, const Progress& progress);
@@ -108,6 +115,18 @@ class PreparedVariant {
   // root's sum with join reduce, else every rank's out_r (and, with join copy, the root's staged
   // copies of them).
   [[nodiscard]] Comparison check_output() const;
+
+  // What `tpgraph check` drives, one replay at a time:
+  // Fills every rank's resident workspace and out, and the root's staging, with 0xff bytes (NaN as
+  // fp32 and fp16), so an element no kernel wrote shows. Synchronous.
+  void poison();
+  // One replay (graph launch or eager walk) enqueued on the ranks' streams, not waited for.
+  void launch();
+  // Waits for everything issued on every rank's stream.
+  void wait();
+  // Rank r's out [tokens][hidden]; with join reduce, rank 0's holds the layer output.
+  [[nodiscard]] std::vector<float> rank_output(int rank) const;
+  [[nodiscard]] const LayerInputs& inputs() const { return *inputs_; }
 
  private:
   struct Buffers;
@@ -144,8 +163,15 @@ class ScenarioRunner {
   // tracing, N traced (records, event spans), collect, check the output. Throws when the captured
   // graph differs from the layer graph; a failed output check is recorded, not thrown.
   [[nodiscard]] VariantRun run(const Scenario& s);
-  // Set up and capture only (dot --captured, tests).
+  // Set up and capture only (dot --captured, check, tests). Runs preflight() first unless
+  // preflight_all already checked this scenario.
   [[nodiscard]] std::unique_ptr<PreparedVariant> prepare(const Scenario& s);
+  // As prepare, but on a device model of its own (never shared with another variant): a variant
+  // that runs at the same time as one from prepare() (check's concurrent arm).
+  [[nodiscard]] std::unique_ptr<PreparedVariant> prepare_apart(const Scenario& s);
+  // preflight() for every scenario before any of them runs, so a bad one stops a run of several
+  // before any GPU work; run() and prepare() of these scenarios then do not check them again.
+  void preflight_all(std::span<const Scenario> scenarios);
 
  private:
   std::shared_ptr<const LayerInputs> inputs_for(const Scenario& s);
@@ -155,6 +181,7 @@ class ScenarioRunner {
   Progress progress_;
   std::shared_ptr<const LayerInputs> inputs_;
   std::shared_ptr<DeviceModel> model_;
+  std::vector<Scenario> checked_;  // preflight_all's scenarios not yet prepared
 };
 
 }  // namespace tpgraph::cuda

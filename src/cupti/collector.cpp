@@ -1,6 +1,7 @@
 #include "cupti/collector.hpp"
 
 #include "core/record_join.hpp"
+#include "cupti/error.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -53,14 +54,6 @@ struct Delivery {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> node_tags;    // correlation id -> CUSTOM1
 };
 
-std::string result_text(CUptiResult status) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(status, &text) != CUPTI_SUCCESS || text == nullptr) {
-    return fmt::format("CUPTI error {}", static_cast<int>(status));
-  }
-  return text;
-}
-
 }  // namespace
 
 struct Collector::State {
@@ -94,7 +87,7 @@ void warn(const std::string& message) noexcept {
 void warn_if_failed(CUptiResult status, const char* what) noexcept {
   if (status == CUPTI_SUCCESS) return;
   try {
-    warn(fmt::format("{} failed: {}", what, result_text(status)));
+    warn(fmt::format("{} failed: {}", what, result_name(status)));
   } catch (...) {
   }
 }
@@ -246,9 +239,8 @@ struct ActiveContext {
   CUcontext context = nullptr;
 };
 
-// The driver API is reached through the runtime's entry-point query, not linked: a binary linked to
-// libcuda.so.1 would not even start on a machine without a GPU driver, where plan, dot and analyze
-// must still work.
+// The driver functions the flush needs, found through cuda::find_driver_entry_point (tpgraph does
+// not link libcuda).
 struct DriverApi {
   decltype(&::cuDeviceGetCount) device_get_count = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
@@ -264,15 +256,8 @@ struct DriverApi {
 
 template <class F>
 void load_driver_function(const char* name, F& fn, bool& ok) noexcept {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult query{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &query) != cudaSuccess ||
-      query != cudaDriverEntryPointSuccess || p == nullptr) {
-    (void)cudaGetLastError();
-    ok = false;
-    return;
-  }
-  fn = reinterpret_cast<F>(p);
+  fn = reinterpret_cast<F>(cuda::find_driver_entry_point(name));
+  if (fn == nullptr) ok = false;
 }
 
 const DriverApi& driver_api() noexcept {
@@ -391,7 +376,7 @@ Collector::Collector() : state_(std::make_unique<State>()) {
   {
     const std::lock_guard lock(g_mutex);
     if (g_state != nullptr) {
-      throw CuptiError("a CUPTI collector is already running in this process (only one can be)");
+      throw std::logic_error("a CUPTI collector is already running in this process (only one can be)");
     }
     g_state = state_.get();
   }
@@ -411,8 +396,7 @@ Collector::Collector() : state_(std::make_unique<State>()) {
     } else if (status == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
       hint = " (this user may not profile the GPU)";
     }
-    throw CuptiError(fmt::format("CUPTI could not start: {} failed: {}{}", what,
-                                 result_text(status), hint));
+    check(status, fmt::format("starting CUPTI: {}{}", what, hint).c_str());
   };
 
   if (const CUptiResult s = cuptiSubscribe(&state_->subscriber, on_callback, nullptr);

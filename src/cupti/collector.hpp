@@ -22,19 +22,14 @@
 
 namespace tpgraph::cupti {
 
-// CUPTI could not be started (another profiler attached, no permission, a second Collector):
-// the run cannot produce a timeline. Failures after start are warnings, never this.
-class CuptiError : public std::runtime_error {
- public:
-  explicit CuptiError(const std::string& what) : std::runtime_error(what) {}
-};
-
 class Collector {
  public:
   // Enables CONCURRENT_KERNEL, MEMCPY, MEMCPY2 (peer copies), MEMSET, EXTERNAL_CORRELATION and the
   // runtime and driver API kinds (external correlation records only accompany API records), and
-  // subscribes to the graph-node clone callback. Throws CuptiError if CUPTI refuses, or if another
-  // Collector is alive (CUPTI's buffer callbacks are process-wide).
+  // subscribes to the graph-node clone callback. Throws cuda::CudaError (API CUPTI) if CUPTI
+  // refuses (another profiler attached, no permission): the run cannot produce a timeline; failures
+  // after start are warnings, never this. Throws std::logic_error if another Collector is alive
+  // (CUPTI's buffer callbacks are process-wide).
   Collector();
   // Synchronizes, force-flushes, disables every kind and unsubscribes; never throws.
   ~Collector();

@@ -1,29 +1,25 @@
 // What every launch function does after its <<<>>>: turn a failed launch into the exception
-// kernels.hpp promises. The kernels library sits below src/cuda, so it cannot use CudaError.
+// kernels.hpp promises, through the one CUDA error helper (cuda/error.hpp, a module below the
+// kernels that includes only CUDA headers).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <mutex>
 #include <set>
-#include <stdexcept>
-#include <string>
+#include <source_location>
 #include <utility>
+
+#include "cuda/error.hpp"
 
 namespace tpgraph::kernels::detail {
 
-inline void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(kernel) + " launch failed: " + cudaGetErrorName(status) + " (" +
-                             cudaGetErrorString(status) + ")");
-  }
+inline void check_launch(const char* kernel, std::source_location where = std::source_location::current()) {
+  cuda::check_launch(kernel, where);
 }
 
-inline void check_call(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorName(status) + " (" +
-                             cudaGetErrorString(status) + ")");
-  }
+inline void check_call(cudaError_t status, const char* what,
+                       std::source_location where = std::source_location::current()) {
+  cuda::check(status, what, where);
 }
 
 // Prepares `kernel` for `bytes` of dynamic shared memory on the current device: the largest

@@ -24,6 +24,7 @@
 #include "core/half.hpp"
 #include "core/reference.hpp"
 #include "core/router.hpp"
+#include "cuda/capture.hpp"
 #include "cuda/layer_buffers.hpp"
 #include "cuda/owners.hpp"
 #include "kernels/kernels.hpp"
@@ -305,11 +306,7 @@ TEST_CASE("replays of the captured chain are deterministic and match eager issue
   const std::vector<float> eager = layer.download_out();
   REQUIRE(nan_count(eager) == 0);
 
-  cudaGraph_t raw = nullptr;
-  TPG_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-  layer.enqueue_chain(stream.get());
-  TPG_CUDA(cudaStreamEndCapture(stream.get(), &raw));
-  const cuda::Graph graph(raw, 0);
+  const cuda::Graph graph = cuda::capture_graph(stream.get(), 0, [&] { layer.enqueue_chain(stream.get()); });
   const cuda::GraphExec exec = cuda::instantiate(graph);
   for (int replay = 0; replay < 3; ++replay) {
     layer.poison();

@@ -1,38 +1,50 @@
-#include "cli/device_limits.hpp"
+#include "cuda/bench_limits.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/half.hpp"
+#include "core/stats.hpp"
+#include "cuda/capture.hpp"
 #include "cuda/error.hpp"
+#include "cuda/error_cublas.hpp"
 #include "cuda/owners.hpp"
 
-namespace tpgraph::cli {
+namespace tpgraph::cuda {
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using stats::median;
 
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(fmt::format("{} failed: cuBLAS status {}", what, static_cast<int>(status)));
+// The cuBLAS handle's owner: destroyed on every path out of the measurement.
+class CublasHandle {
+ public:
+  CublasHandle() { check(cublasCreate(&handle_), "cublasCreate"); }
+  ~CublasHandle() {
+    if (cublasDestroy(handle_) != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "tpgraph: warning: cublasDestroy failed\n");
+    }
   }
-}
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  [[nodiscard]] cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
 
 // Times `launch` (which enqueues on `stream`) with events around each call; `warmup` untimed
 // calls first.
 template <class Launch>
 std::vector<double> time_calls(cudaStream_t stream, int device, int warmup, int reps, Launch&& launch) {
-  const cuda::Event start = cuda::make_event(device);
-  const cuda::Event stop = cuda::make_event(device);
+  const Event start = make_event(device);
+  const Event stop = make_event(device);
   for (int i = 0; i < warmup; ++i) launch();
   TPG_CUDA(cudaStreamSynchronize(stream));
   std::vector<double> us;
@@ -75,21 +87,21 @@ std::string describe(const kernels::MmaPeakShape& shape) {
 }
 
 StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int64_t bytes, int reps) {
-  const cuda::DeviceScope scope(device);
+  const DeviceScope scope(device);
   const auto n = static_cast<std::size_t>(bytes);
   // A buffer many times the L2, so every launch streams from and to device memory.
-  cuda::DeviceBuffer<std::uint8_t> src;
-  cuda::DeviceBuffer<std::uint8_t> dst;
+  DeviceBuffer<std::uint8_t> src;
+  DeviceBuffer<std::uint8_t> dst;
   if (kind != kernels::StreamKind::write) {
-    src = cuda::DeviceBuffer<std::uint8_t>(device, n);
+    src = DeviceBuffer<std::uint8_t>(device, n);
     TPG_CUDA(cudaMemset(src.get(), 0x5a, n));
   }
   if (kind != kernels::StreamKind::read) {
-    dst = cuda::DeviceBuffer<std::uint8_t>(device, n);
+    dst = DeviceBuffer<std::uint8_t>(device, n);
     TPG_CUDA(cudaMemset(dst.get(), 0, n));
   }
-  const cuda::DeviceBuffer<std::uint32_t> sink(device, 1);
-  const cuda::Stream stream = cuda::make_stream(device);
+  const DeviceBuffer<std::uint32_t> sink(device, 1);
+  const Stream stream = make_stream(device);
   const int sms = sm_count(device);
   StreamLimit limit;
   limit.kind = kind;
@@ -113,10 +125,10 @@ StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int6
 }
 
 MmaLimit measure_mma_peak(int device, int reps) {
-  const cuda::DeviceScope scope(device);
+  const DeviceScope scope(device);
   const int sms = sm_count(device);
-  const cuda::DeviceBuffer<float> sink(device, static_cast<std::size_t>(2 * sms));
-  const cuda::Stream stream = cuda::make_stream(device);
+  const DeviceBuffer<float> sink(device, static_cast<std::size_t>(2 * sms));
+  const Stream stream = make_stream(device);
   MmaLimit limit;
   // About 1-2 ms a launch at the H200's rate: long against launch overhead, short against clocks
   // that drop under sustained load.
@@ -138,19 +150,17 @@ MmaLimit measure_mma_peak(int device, int reps) {
 }
 
 MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays) {
-  const cuda::DeviceScope scope(device);
+  const DeviceScope scope(device);
   const auto n = static_cast<std::size_t>(bytes);
-  const cuda::DeviceBuffer<std::uint8_t> src(device, n);
-  const cuda::DeviceBuffer<std::uint8_t> dst(device, n);
+  const DeviceBuffer<std::uint8_t> src(device, n);
+  const DeviceBuffer<std::uint8_t> dst(device, n);
   TPG_CUDA(cudaMemset(src.get(), 0x5a, n));
   TPG_CUDA(cudaMemset(dst.get(), 0, n));
-  const cuda::Stream stream = cuda::make_stream(device);
-  cudaGraph_t raw = nullptr;
-  TPG_CUDA(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-  TPG_CUDA(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, stream.get()));
-  TPG_CUDA(cudaStreamEndCapture(stream.get(), &raw));
-  const cuda::Graph graph(raw, device);
-  const cuda::GraphExec exec = cuda::instantiate(graph);
+  const Stream stream = make_stream(device);
+  const Graph graph = capture_graph(stream.get(), device, [&] {
+    TPG_CUDA(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, stream.get()));
+  });
+  const GraphExec exec = instantiate(graph);
   const auto us = time_calls(stream.get(), device, 3, replays,
                              [&] { TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get())); });
   MemcpyRate limit;
@@ -161,9 +171,10 @@ MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays) {
 }
 
 TensorLimit measure_tensor_throughput(int device, int n, int reps) {
-  const cuda::DeviceScope scope(device);
+  const DeviceScope scope(device);
   const auto elems = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
-  // Random data: zeros run faster than real data on this GPU (METHOD.md).
+  // Random data: cuBLAS runs faster on all-zero inputs than on real data on this GPU, which would
+  // overstate the limit.
   std::vector<std::uint16_t> host(elems);
   std::uint64_t state = 0x9E3779B97F4A7C15ULL;
   for (auto& h : host) {
@@ -171,32 +182,30 @@ TensorLimit measure_tensor_throughput(int device, int n, int reps) {
     const auto u = static_cast<float>(static_cast<double>(state >> 40) * 0x1p-24);
     h = float_to_half(2.0f * u - 1.0f);
   }
-  const auto a = cuda::to_device<std::uint16_t>(device, host);
-  const auto b = cuda::to_device<std::uint16_t>(device, host);
-  const cuda::DeviceBuffer<float> c(device, elems);
-  const cuda::Stream stream = cuda::make_stream(device);
-  cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "cublasCreate");
+  const auto a = to_device<std::uint16_t>(device, host);
+  const auto b = to_device<std::uint16_t>(device, host);
+  const DeviceBuffer<float> c(device, elems);
+  const Stream stream = make_stream(device);
+  const CublasHandle handle;
+  check(cublasSetStream(handle.get(), stream.get()), "cublasSetStream");
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const auto us = time_calls(stream.get(), device, 3, reps, [&] {
+    check(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), CUDA_R_16F, n, b.get(),
+                       CUDA_R_16F, n, &beta, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  });
   TensorLimit limit;
-  try {
-    check_cublas(cublasSetStream(handle, stream.get()), "cublasSetStream");
-    const float alpha = 1.0f;
-    const float beta = 0.0f;
-    const auto us = time_calls(stream.get(), device, 3, reps, [&] {
-      check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.get(), CUDA_R_16F, n, b.get(),
-                                CUDA_R_16F, n, &beta, c.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx");
-    });
-    limit.n = n;
-    limit.median_us = median(us);
-    limit.tflops = 2.0 * static_cast<double>(n) * n * n / (limit.median_us * 1e-6) / 1e12;
-  } catch (...) {
-    cublasDestroy(handle);
-    throw;
-  }
-  cublasDestroy(handle);
+  limit.n = n;
+  limit.median_us = median(us);
+  limit.tflops = 2.0 * static_cast<double>(n) * n * n / (limit.median_us * 1e-6) / 1e12;
   return limit;
 }
 
-}  // namespace tpgraph::cli
+std::int64_t l2_cache_bytes(int device) {
+  int l2 = 0;
+  TPG_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  return l2;
+}
+
+}  // namespace tpgraph::cuda

@@ -9,7 +9,7 @@
 
 #include "kernels/limits.hpp"
 
-namespace tpgraph::cli {
+namespace tpgraph::cuda {
 
 struct StreamTrial {
   kernels::StreamShape shape;
@@ -24,7 +24,7 @@ struct StreamLimit {
   std::vector<StreamTrial> trials;  // every shape tried
 };
 // Sweeps block counts (1, 2, 4, 8 per SM) x vector widths (4, 8, 16 bytes) x accesses in flight
-// (1, 2, 4) over a `bytes` buffer, `reps` timed launches each (median), and keeps the fastest.
+// (1, 2, 4) over a `bytes` buffer, `reps` timed launches each (stats::median), and keeps the fastest.
 [[nodiscard]] StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int64_t bytes, int reps);
 [[nodiscard]] std::string to_string(kernels::StreamKind kind);
 // "256 blocks x 256 threads, 16-byte vectors x 4"
@@ -62,4 +62,7 @@ struct TensorLimit {
 // cublasGemmEx, fp16 inputs (random, not zeros), fp32 output and accumulation, `reps` timed calls.
 [[nodiscard]] TensorLimit measure_tensor_throughput(int device, int n, int reps);
 
-}  // namespace tpgraph::cli
+// The L2 cache of `device` in bytes.
+[[nodiscard]] std::int64_t l2_cache_bytes(int device);
+
+}  // namespace tpgraph::cuda

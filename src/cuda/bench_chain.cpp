@@ -1,0 +1,86 @@
+#include "cuda/bench_chain.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <utility>
+
+#include "cuda/capture.hpp"
+#include "cuda/error.hpp"
+
+namespace tpgraph::cuda {
+namespace {
+
+const std::vector<ChainStep> kGemmSteps{ChainStep::gate, ChainStep::up, ChainStep::down};
+
+}  // namespace
+
+TimedGraph::TimedGraph(const RankLayer& layer, std::vector<ChainStep> steps)
+    : device_(layer.device()), steps_(std::move(steps)), stream_(make_stream(device_)) {
+  const DeviceScope scope(device_);
+  for (std::size_t i = 0; i <= steps_.size(); ++i) events_.push_back(make_event(device_));
+  graph_ = capture_graph(stream_.get(), device_, [&] {
+    // External records are graph nodes whose times cudaEventElapsedTime can read after a replay.
+    TPG_CUDA(cudaEventRecordWithFlags(events_[0].get(), stream_.get(), cudaEventRecordExternal));
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      layer.enqueue(steps_[i], stream_.get());
+      TPG_CUDA(cudaEventRecordWithFlags(events_[i + 1].get(), stream_.get(), cudaEventRecordExternal));
+    }
+  });
+  exec_ = instantiate(graph_);
+}
+
+std::vector<std::vector<double>> TimedGraph::replay(int warmup, int replays) const {
+  warm(warmup);
+  std::vector<std::vector<double>> us(steps_.size() + 1);
+  for (int r = 0; r < replays; ++r) replay_once(us);
+  return us;
+}
+
+void TimedGraph::warm(int warmup) const {
+  const DeviceScope scope(device_);
+  for (int i = 0; i < warmup; ++i) TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
+  TPG_CUDA(cudaStreamSynchronize(stream_.get()));
+}
+
+void TimedGraph::replay_once(std::vector<std::vector<double>>& us) const {
+  const DeviceScope scope(device_);
+  TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
+  TPG_CUDA(cudaStreamSynchronize(stream_.get()));
+  for (std::size_t i = 0; i <= steps_.size(); ++i) {
+    const std::size_t from = i < steps_.size() ? i : 0;
+    const std::size_t to = i < steps_.size() ? i + 1 : steps_.size();
+    float ms = 0;
+    TPG_CUDA(cudaEventElapsedTime(&ms, events_[from].get(), events_[to].get()));
+    us[i].push_back(static_cast<double>(ms) * 1e3);
+  }
+}
+
+ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays) {
+  {
+    const DeviceScope scope(layer.device());
+    const Stream s = make_stream(layer.device());
+    layer.enqueue_chain(s.get());
+    TPG_CUDA(cudaStreamSynchronize(s.get()));
+  }
+  // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
+  // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
+  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096.
+  const TimedGraph chain_graph(layer, std::vector<ChainStep>(kChainSteps.begin(), kChainSteps.end()));
+  const TimedGraph gemm_graph(layer, kGemmSteps);
+  chain_graph.warm(warmup);
+  gemm_graph.warm(warmup);
+  ChainTimes t;
+  t.chain_us.resize(chain_graph.steps() + 1);
+  t.gemm_us.resize(gemm_graph.steps() + 1);
+  for (int r = 0; r < replays; ++r) {
+    chain_graph.replay_once(t.chain_us);
+    gemm_graph.replay_once(t.gemm_us);
+  }
+  return t;
+}
+
+std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays) {
+  return TimedGraph(layer, kGemmSteps).replay(warmup, replays);
+}
+
+}  // namespace tpgraph::cuda

@@ -1,0 +1,50 @@
+// Timing one rank's kernels for `tpgraph bench`: a sequence of chain steps captured in a CUDA graph
+// with an event-record node before, between and after them, replayed, and each step's time read
+// from its two events.
+#pragma once
+#include <vector>
+
+#include "cuda/layer_buffers.hpp"
+#include "cuda/owners.hpp"
+
+namespace tpgraph::cuda {
+
+class TimedGraph {
+ public:
+  // Captures `steps` of `layer` on a stream of its own.
+  TimedGraph(const RankLayer& layer, std::vector<ChainStep> steps);
+
+  // `warmup` untimed replays, then `replays` timed: per step, and for the whole sequence (last
+  // entry), the time of every replay in µs.
+  [[nodiscard]] std::vector<std::vector<double>> replay(int warmup, int replays) const;
+  // `warmup` replays, waited for.
+  void warm(int warmup) const;
+  // One replay; appends each step's time and the whole sequence's to `us` (steps + 1 series).
+  void replay_once(std::vector<std::vector<double>>& us) const;
+  [[nodiscard]] std::size_t steps() const { return steps_.size(); }
+
+ private:
+  int device_;
+  std::vector<ChainStep> steps_;
+  Stream stream_;
+  std::vector<Event> events_;
+  Graph graph_;
+  GraphExec exec_;
+};
+
+// Per-replay times (µs) of one rank's whole chain and of its three grouped GEMMs alone: [step] for
+// each step of the sequence, then the whole sequence last.
+struct ChainTimes {
+  std::vector<std::vector<double>> chain_us;  // kChainSteps, then the chain
+  std::vector<std::vector<double>> gemm_us;   // gate, up, down, then the three
+};
+
+// Runs the chain once plainly (so every intermediate the GEMMs-only graph reads holds real values),
+// captures the chain and the GEMMs alone, warms both, and times `replays` replays of each, taking
+// turns replay by replay so both run under the same clocks.
+[[nodiscard]] ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays);
+
+// The three grouped GEMMs alone, with the layer's current plan (after RankLayer::replan).
+[[nodiscard]] std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays);
+
+}  // namespace tpgraph::cuda
