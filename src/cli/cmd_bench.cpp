@@ -34,6 +34,7 @@
 #include "core/stats.hpp"
 #include "cuda/bench_chain.hpp"
 #include "cuda/bench_limits.hpp"
+#include "core/version.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
@@ -310,8 +311,8 @@ void run_bench(const BenchArgs& args) {
   if (args.json) {
     nlohmann::json j;
     j["schema"] = "tpgraph.bench/2";
-    j["tool_version"] = TPGRAPH_VERSION;
-    j["git_revision"] = TPGRAPH_GIT_REVISION;
+    j["tool_version"] = build_version();
+    j["git_revision"] = build_git_revision();
     j["date"] = utc_now_iso8601();
     j["device"] = {{"ordinal", device.ordinal}, {"name", device.name}, {"sm_count", device.sm_count},
                    {"l2_bytes", limits.l2_bytes}};

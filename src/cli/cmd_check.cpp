@@ -30,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/reference.hpp"
 #include "core/stats.hpp"
+#include "core/version.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
 #include "cuda/scenario_runner.hpp"
@@ -272,8 +273,8 @@ void run_check(const CheckArgs& args) {
   if (args.json) {
     nlohmann::json j;
     j["schema"] = "tpgraph.check/1";
-    j["tool_version"] = TPGRAPH_VERSION;
-    j["git_revision"] = TPGRAPH_GIT_REVISION;
+    j["tool_version"] = build_version();
+    j["git_revision"] = build_git_revision();
     j["device"] = device_list.at(static_cast<std::size_t>(devices.front())).name;
     j["devices"] = devices;
     j["geometry"] = {{"experts", g.experts}, {"top_k", g.top_k}, {"hidden", g.hidden},

@@ -20,6 +20,7 @@
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace {
 
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
   hold_closed_standard_descriptors();
   tpgraph::install_signal_cleanup();
   CLI::App app{"tpgraph: multi-device CUDA graph capture, replay and timeline for a TP MoE layer"};
-  app.set_version_flag("--version", std::string(TPGRAPH_VERSION) + " (" TPGRAPH_GIT_REVISION ")");
+  app.set_version_flag("--version", std::string(tpgraph::build_version()) + " (" +
+                                         std::string(tpgraph::build_git_revision()) + ")");
   app.require_subcommand(1);
   tpgraph::cli::add_plan_command(app);
   tpgraph::cli::add_dot_command(app);

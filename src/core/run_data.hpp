@@ -14,6 +14,7 @@
 #include "core/records.hpp"
 #include "core/reference.hpp"
 #include "core/scenario.hpp"
+#include "core/version.hpp"
 
 namespace tpgraph {
 
@@ -29,8 +30,8 @@ struct DeviceInfo {
 };
 
 struct RunEnvironment {
-  std::string tool_version = TPGRAPH_VERSION;
-  std::string git_revision = TPGRAPH_GIT_REVISION;
+  std::string tool_version{build_version()};
+  std::string git_revision{build_git_revision()};
   int driver_version = 0;   // cudaDriverGetVersion: 13000 for 13.0
   int runtime_version = 0;  // cudaRuntimeGetVersion
   int cupti_version = 0;    // cuptiGetVersion: 130001
