@@ -68,7 +68,7 @@ inline VariantRun scheduled_variant(const Scenario& s, std::vector<std::uint64_t
         a.kind = n.kind == NodeKind::copy ? ActivityKind::memcpy : ActivityKind::kernel;
         a.start_ns = cursor;
         a.end_ns = cursor + op_ns;
-        a.device = n.device;
+        a.device = static_cast<std::int16_t>(n.device);
         a.stream_id = static_cast<std::uint32_t>(13 + r);
         a.correlation_id = static_cast<std::uint32_t>(100 + replay);
         a.graph_id = 1;
@@ -122,7 +122,7 @@ struct HandBuilt {
     r.end_ns = base + static_cast<std::uint64_t>(end_us * 1000.0);
     r.node = node;
     r.replay = replay;
-    r.device = v.graph.nodes[static_cast<std::size_t>(node)].device;
+    r.device = static_cast<std::int16_t>(v.graph.nodes[static_cast<std::size_t>(node)].device);
     r.stream_id = static_cast<std::uint32_t>(7 + v.graph.nodes[static_cast<std::size_t>(node)].rank);
     r.name = v.graph.nodes[static_cast<std::size_t>(node)].name;
     v.records.push_back(r);

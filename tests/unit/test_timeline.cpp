@@ -630,7 +630,7 @@ TEST_CASE("keeping the detail of a few replays changes no summary", "[timeline][
     h.record(b, 30 + skew, 50 + skew + slow, r);
     h.record(d, 52 + skew + slow, 60 + skew + slow, r);
   }
-  const VariantTimeline full = analyze_variant(h.v, AnalysisOptions{.detail_replays = -1});
+  const VariantTimeline full = analyze_variant(h.v, AnalysisOptions{.detail_replays = -1, .replay = std::nullopt});
   const VariantTimeline few = analyze_variant(h.v, AnalysisOptions{.detail_replays = 3, .replay = 17});
   const auto same_stats = [](const Stats& x, const Stats& y) {
     CHECK(x.count == y.count);
