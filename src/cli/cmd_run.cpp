@@ -59,15 +59,6 @@ void run_command(const RunArgs& args) {
   run.env.cupti_version = static_cast<int>(cupti::Collector::cupti_version());
   run.env.devices = cuda::query_devices();
 
-  // CUPTI must be on before the first capture: replaying a graph captured before CUPTI was enabled
-  // has been seen to hang.
-  std::unique_ptr<cupti::Collector> collector;
-  std::unique_ptr<cupti::CuptiObserver> observer;
-  if (!args.no_trace) {
-    collector = std::make_unique<cupti::Collector>();
-    observer = std::make_unique<cupti::CuptiObserver>(*collector);
-  }
-
   const int total = static_cast<int>(scenarios.size());
   int index = 0;
   std::string current;
@@ -78,8 +69,20 @@ void run_command(const RunArgs& args) {
   cuda::RunnerSettings settings;
   settings.trace = !args.no_trace;
   settings.check_tokens = args.check_tokens;
-  cuda::ScenarioRunner runner(observer.get(), settings, progress);
+  cuda::ScenarioRunner runner(nullptr, settings, progress);
+  // The devices, peers and memory of every scenario first: this also creates the CUDA contexts,
+  // before CUPTI subscribes. With CUPTI subscribed before the first context, the first variant's
+  // warm-up, untraced and queued-launch replays were recorded too, with its activity kinds off.
   runner.preflight_all(scenarios);
+  // CUPTI must be on before the first capture: replaying a graph captured before CUPTI was enabled
+  // has been seen to hang.
+  std::unique_ptr<cupti::Collector> collector;
+  std::unique_ptr<cupti::CuptiObserver> observer;
+  if (!args.no_trace) {
+    collector = std::make_unique<cupti::Collector>();
+    observer = std::make_unique<cupti::CuptiObserver>(*collector);
+  }
+  runner.set_observer(observer.get());
   for (const Scenario& s : scenarios) {
     ++index;
     current = s.name;

@@ -172,6 +172,8 @@ class ScenarioRunner {
   // preflight() for every scenario before any of them runs, so a bad one stops a run of several
   // before any GPU work; run() and prepare() of these scenarios then do not check them again.
   void preflight_all(std::span<const Scenario> scenarios);
+  // The observer of the variants run from now on (nullptr: none).
+  void set_observer(RunObserver* observer) { observer_ = observer; }
 
  private:
   std::shared_ptr<const LayerInputs> inputs_for(const Scenario& s);
