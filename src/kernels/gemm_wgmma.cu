@@ -428,16 +428,7 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
                               const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                               CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
   // The driver's entry point, found once (the project does not link libcuda itself).
-  static const Encode encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    detail::check_call(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found),
-                       "grouped_gemm: cudaGetDriverEntryPointByVersion(cuTensorMapEncodeTiled)");
-    if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
-      throw std::runtime_error("grouped_gemm: the driver has no cuTensorMapEncodeTiled (tensor copies need CUDA 12 or later)");
-    }
-    return reinterpret_cast<Encode>(fn);
-  }();
+  static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
@@ -447,8 +438,9 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
                                  box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (status != CUDA_SUCCESS) {
-    throw std::runtime_error("grouped_gemm: cuTensorMapEncodeTiled failed (" + std::to_string(static_cast<int>(status)) +
-                             ") for " + std::to_string(rows) + " x " + std::to_string(cols) + " routed rows");
+    const std::string what = "grouped_gemm: cuTensorMapEncodeTiled for " + std::to_string(rows) + " x " +
+                             std::to_string(cols) + " routed rows";
+    cuda::check(status, what.c_str());
   }
   return map;
 }
