@@ -1,6 +1,7 @@
 #include "cupti/collector.hpp"
 
 #include "core/record_join.hpp"
+#include "cupti/copy_label.hpp"
 #include "cupti/error.hpp"
 
 #include <cuda_runtime_api.h>
@@ -97,17 +98,6 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
   *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;
-}
-
-const char* copy_label(std::uint8_t copy_kind) {
-  switch (static_cast<CUpti_ActivityMemcpyKind>(copy_kind)) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    default: return "memcpy";
-  }
 }
 
 // The common fields of the four record kinds we keep.

@@ -30,6 +30,7 @@
 
 #include "core/records.hpp"
 #include "core/trace_file.hpp"
+#include "cupti/copy_label.hpp"
 #include "inject/record_writer.hpp"
 
 namespace tpgraph::inject {
@@ -76,17 +77,6 @@ std::string demangle(const char* name) {
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
   return status == 0 && out ? std::string(out.get()) : std::string(name);
-}
-
-const char* copy_label(std::uint8_t copy_kind) {
-  switch (static_cast<CUpti_ActivityMemcpyKind>(copy_kind)) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    default: return "memcpy";
-  }
 }
 
 std::string read_first_line(const char* path) {
@@ -290,7 +280,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(activity);
         records.push_back(wire_fields(m, ActivityKind::memcpy));
         records.back().bytes = m.bytes;
-        record_names.emplace_back(copy_label(m.copyKind));
+        record_names.emplace_back(cupti::copy_label(m.copyKind));
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY2: {
