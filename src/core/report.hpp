@@ -1,6 +1,8 @@
 // The run's report in three siblings that say the same thing: the terminal table, report.md and
 // report.json. Each reads the run (what was recorded) and its analysis (what it means); none
 // recomputes anything, so `tpgraph analyze` reproduces them byte for byte.
+// One file per format (report_text.cpp, report_markdown.cpp, report_json.cpp); what they share
+// lives in report_common.hpp, the tables in table.hpp.
 #pragma once
 #include <functional>
 #include <string>
