@@ -116,7 +116,7 @@ std::string outlier_text(const VariantRun& run, const VariantTimeline& v, const 
 
 std::string steadiness_text(const VariantTimeline& v) {
   const Steadiness& st = v.steadiness;
-  if (!st.known) return "steadiness not judged (fewer than 8 replays)";
+  if (!st.known) return fmt::format("steadiness not judged (fewer than {} replays)", kSteadinessMinReplays);
   return fmt::format("{}: median span {:.1f} µs in the first {} replays, {:.1f} µs in the last {} (allowance {:.1f} µs); "
                      "verdict {} then {}",
                      st.steady ? "steady" : "NOT STEADY", st.first_span_us, st.quarter, st.last_span_us, st.quarter,

@@ -830,7 +830,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const auto& rt : out.replays)
       if (rt.present) shown.push_back(&rt);
     Steadiness& st = out.steadiness;
-    st.known = shown.size() >= 8;
+    st.known = shown.size() >= kSteadinessMinReplays;
     if (st.known) {
       st.quarter = static_cast<int>(shown.size() / 4);
       const auto quarter = [&](std::size_t from, double& span, Verdict& verdict) {

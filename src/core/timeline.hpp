@@ -57,6 +57,8 @@ inline constexpr double kEventSpanTolerance = 0.02;
 // median span. The same rule compares the first and last quarter of the replays (steadiness).
 inline constexpr double kOutlierMads = 3.0;
 inline constexpr double kOutlierFraction = 0.05;
+// Steadiness compares the first and last quarter of the replays: judged from this many replays on.
+inline constexpr std::size_t kSteadinessMinReplays = 8;
 // Occupants kept per node and replay (largest first); the rest of the contention is "others".
 inline constexpr std::size_t kOccupantsKept = 3;
 // Replays whose node timings (with occupants) are kept in full, from the first: the trace shows
