@@ -21,13 +21,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    const cudaError_t status_ = (call);                                                          \
-    if (status_ != cudaSuccess) {                                                                \
+#define CHECK(call)                                                                                       \
+  do {                                                                                                    \
+    const cudaError_t status_ = (call);                                                                   \
+    if (status_ != cudaSuccess) {                                                                         \
       std::fprintf(stderr, "tpgraph-example-graph: %s failed: %s\n", #call, cudaGetErrorString(status_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
+      std::exit(1);                                                                                       \
+    }                                                                                                     \
   } while (0)
 
 // The global timer runs in ns on every GPU since Volta: a kernel that spins on it lasts as long
@@ -65,7 +65,8 @@ struct Options {
 long long parse_number(const char* flag, const char* text, long long min) {
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < min) usage((std::string(flag) + " takes an integer >= " + std::to_string(min)).c_str());
+  if (end == text || *end != '\0' || v < min)
+    usage((std::string(flag) + " takes an integer >= " + std::to_string(min)).c_str());
   return v;
 }
 
@@ -137,9 +138,10 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(s0));
   const double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / o.replays;
-  std::printf("tpgraph-example-graph: %d replays of 6 nodes (4 kernels, 1 memcpy of %zu bytes, 1 memset), "
-              "%.1f us per replay\n",
-              o.replays, o.bytes, us);
+  std::printf(
+      "tpgraph-example-graph: %d replays of 6 nodes (4 kernels, 1 memcpy of %zu bytes, 1 memset), "
+      "%.1f us per replay\n",
+      o.replays, o.bytes, us);
   std::fflush(stdout);
 
   if (o.fork_child) {

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "core/atomic_file.hpp"
-#include "core/error.hpp"
 #include "core/dot.hpp"
+#include "core/error.hpp"
 #include "cuda/error.hpp"
 #include "cuda/scenario_runner.hpp"
 
@@ -18,9 +18,10 @@ namespace tpgraph::cli {
 void write_captured_dot(const Scenario& s, const std::filesystem::path& path) {
   cuda::require_device("dot --captured captures the graph on the GPU and needs");
   if (s.issue == IssueKind::eager) {
-    throw InputError(fmt::format("scenario '{}' issues eagerly (issue: eager): there is no captured graph to "
-                                 "dump; use --issue graph, or `tpgraph dot` for the layer graph",
-                                 s.name));
+    throw InputError(
+        fmt::format("scenario '{}' issues eagerly (issue: eager): there is no captured graph to "
+                    "dump; use --issue graph, or `tpgraph dot` for the layer graph",
+                    s.name));
   }
   const auto progress = [](std::string_view line) { fmt::print(stderr, "tpgraph dot: {}\n", line); };
   cuda::RunnerSettings settings;

@@ -9,10 +9,10 @@
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
 // kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of
-// the time between its two events. The three grouped GEMMs are also captured alone, back to back, and timed the same way;
-// the two graphs' replays alternate, so both run under the same clocks.
-// The weights one GEMM reads (289-425 MB) are several times the 60 MB L2, so replays cannot serve
-// them from cache; the activations between kernels stay in L2 as they would in a real layer.
+// the time between its two events. The three grouped GEMMs are also captured alone, back to back, and timed the same
+// way; the two graphs' replays alternate, so both run under the same clocks. The weights one GEMM reads (289-425 MB)
+// are several times the 60 MB L2, so replays cannot serve them from cache; the activations between kernels stay in L2
+// as they would in a real layer.
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
@@ -32,9 +32,9 @@
 #include "core/run_data.hpp"
 #include "core/scenario.hpp"
 #include "core/stats.hpp"
+#include "core/version.hpp"
 #include "cuda/bench_chain.hpp"
 #include "cuda/bench_limits.hpp"
-#include "core/version.hpp"
 #include "cuda/devices.hpp"
 #include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
@@ -74,9 +74,10 @@ std::vector<int> parse_tokens(const std::string& text) {
     int t = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), t);
     if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || t < 1) {
-      throw InputError(fmt::format("--tokens: '{}' is not accepted; accepted: comma-separated token counts >= 1, "
-                                   "e.g. 43,416,576,4096",
-                                   text));
+      throw InputError(
+          fmt::format("--tokens: '{}' is not accepted; accepted: comma-separated token counts >= 1, "
+                      "e.g. 43,416,576,4096",
+                      text));
     }
     out.push_back(t);
     if (comma == std::string_view::npos) break;
@@ -138,15 +139,14 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   // A GEMM's bound is its weight stream against the read limit; every other kernel reads and
   // writes, against the copy limit. A kernel whose bytes fit in L2 may find them there (its
   // producer just wrote them): its rate can pass the device-memory limit (marked *).
-  fmt::format_to(put, "  {:<9} {:>10} {:>9} {:>9} {:>7} {:>6} {:>7} {:>8} {:>6} {:>7}\n", "kernel", "median us", "min us",
-                 "MB moved", "TB/s", "bound", "%bound", "TFLOP/s", "%mma", "%cuBLAS");
+  fmt::format_to(put, "  {:<9} {:>10} {:>9} {:>9} {:>7} {:>6} {:>7} {:>8} {:>6} {:>7}\n", "kernel", "median us",
+                 "min us", "MB moved", "TB/s", "bound", "%bound", "TFLOP/s", "%mma", "%cuBLAS");
   nlohmann::json steps = nlohmann::json::array();
   std::int64_t gemm_weight_bytes = 0;
   double gemm_flops = 0;
   bool any_in_l2 = false;
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    StepFigures f{chain[i], median(chain_us[i]), stats::min(chain_us[i]),
-                  cuda::step_cost(chain[i], g, routing)};
+    StepFigures f{chain[i], median(chain_us[i]), stats::min(chain_us[i]), cuda::step_cost(chain[i], g, routing)};
     const double seconds = f.median_us * 1e-6;
     const double tbps = static_cast<double>(f.cost.bytes) / seconds / 1e12;
     const double tflops = f.cost.flops / seconds / 1e12;
@@ -157,9 +157,9 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
     any_in_l2 = any_in_l2 || in_l2;
     gemm_weight_bytes += f.cost.weight_bytes;
     gemm_flops += f.cost.flops;
-    fmt::format_to(put, "  {:<9} {:>10.1f} {:>9.1f} {:>9.1f} {:>7.2f} {:>6} {:>6}{} {:>8} {:>6} {:>7}\n", to_string(f.step),
-                   f.median_us, f.min_us, static_cast<double>(f.cost.bytes) / 1e6, tbps, gemm ? "read" : "copy",
-                   fraction(bound_tbps, bound_limit), in_l2 ? "*" : " ",
+    fmt::format_to(put, "  {:<9} {:>10.1f} {:>9.1f} {:>9.1f} {:>7.2f} {:>6} {:>6}{} {:>8} {:>6} {:>7}\n",
+                   to_string(f.step), f.median_us, f.min_us, static_cast<double>(f.cost.bytes) / 1e6, tbps,
+                   gemm ? "read" : "copy", fraction(bound_tbps, bound_limit), in_l2 ? "*" : " ",
                    f.cost.flops > 0 ? fmt::format("{:.1f}", tflops) : std::string("-"),
                    f.cost.flops > 0 ? fraction(tflops, mma_tflops) : std::string("    -"),
                    f.cost.flops > 0 ? fraction(tflops, cublas_tflops) : std::string("    -"));
@@ -185,7 +185,8 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   const double gemms = median(gemm_us.back());
   const double chain_total = median(chain_us.back());
   const double reference_floor = std::max(static_cast<double>(gemm_weight_bytes) / (kReferenceReadTbps * 1e12),
-                                          gemm_flops / (kReferenceTensorTflops * 1e12)) * 1e6;
+                                          gemm_flops / (kReferenceTensorTflops * 1e12)) *
+                                 1e6;
   // The measured floor: weights at the read limit or FLOPs at the MMA peak (cuBLAS where the build
   // has no wgmma), whichever takes longer.
   const std::optional<double> floor_tflops = mma_tflops ? mma_tflops : cublas_tflops;
@@ -195,14 +196,15 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   const char* floor_bound = weight_floor >= math_floor ? "read" : (mma_tflops ? "mma" : "cublas");
   const double weight_tbps = static_cast<double>(gemm_weight_bytes) / (gemms * 1e-6) / 1e12;
   const double gemm_tflops = gemm_flops / (gemms * 1e-6) / 1e12;
-  fmt::format_to(put, "  3 GEMMs  {:>10.1f} us back to back: weights {:.0f} MB at {:.2f} TB/s ({} of read), {:.1f} "
-                      "TFLOP/s ({} of MMA peak, {} of cuBLAS)\n",
+  fmt::format_to(put,
+                 "  3 GEMMs  {:>10.1f} us back to back: weights {:.0f} MB at {:.2f} TB/s ({} of read), {:.1f} "
+                 "TFLOP/s ({} of MMA peak, {} of cuBLAS)\n",
                  gemms, static_cast<double>(gemm_weight_bytes) / 1e6, weight_tbps, fraction(weight_tbps, read_tbps),
                  gemm_tflops, fraction(gemm_tflops, mma_tflops), fraction(gemm_tflops, cublas_tflops));
   if (measured_floor > 0) {
-    fmt::format_to(put, "           floor {:.0f} us (weights at the read limit {:.0f} us, FLOPs at the {} {:.0f} us) -> {:.2f}x",
-                   measured_floor, weight_floor, mma_tflops ? "MMA peak" : "cuBLAS rate", math_floor,
-                   gemms / measured_floor);
+    fmt::format_to(
+        put, "           floor {:.0f} us (weights at the read limit {:.0f} us, FLOPs at the {} {:.0f} us) -> {:.2f}x",
+        measured_floor, weight_floor, mma_tflops ? "MMA peak" : "cuBLAS rate", math_floor, gemms / measured_floor);
   } else {
     fmt::format_to(put, "           floor: limits not measured");
   }
@@ -314,7 +316,9 @@ void run_bench(const BenchArgs& args) {
     j["tool_version"] = build_version();
     j["git_revision"] = build_git_revision();
     j["date"] = utc_now_iso8601();
-    j["device"] = {{"ordinal", device.ordinal}, {"name", device.name}, {"sm_count", device.sm_count},
+    j["device"] = {{"ordinal", device.ordinal},
+                   {"name", device.name},
+                   {"sm_count", device.sm_count},
                    {"l2_bytes", limits.l2_bytes}};
     j["layout"] = std::string(to_string(layout));
     j["replays"] = args.replays;
@@ -325,10 +329,11 @@ void run_bench(const BenchArgs& args) {
             {"blocks", s.blocks}, {"threads", s.threads}, {"vector_bytes", s.vector_bytes}, {"unroll", s.unroll}};
       };
       nlohmann::json trials = nlohmann::json::array();
-      for (const auto& t : l.trials) trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tbps", t.tbps}});
+      for (const auto& t : l.trials)
+        trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tbps", t.tbps}});
       return nlohmann::json{{"buffer_bytes", l.buffer_bytes}, {"moved_bytes", l.moved_bytes},
-                            {"median_us", l.best.median_us}, {"tbps", l.best.tbps},
-                            {"shape", shape(l.best.shape)}, {"trials", trials}};
+                            {"median_us", l.best.median_us},  {"tbps", l.best.tbps},
+                            {"shape", shape(l.best.shape)},   {"trials", trials}};
     };
     if (limits.read) j["limits"]["read"] = stream_json(*limits.read);
     if (limits.write) j["limits"]["write"] = stream_json(*limits.write);
@@ -341,7 +346,8 @@ void run_bench(const BenchArgs& args) {
       for (const auto& t : limits.mma->trials) {
         trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tflops", t.tflops}});
       }
-      j["limits"]["mma"] = {{"instruction", "wgmma.mma_async.m64nNk16.f32.f16.f16, A registers, B shared (128B swizzle)"},
+      j["limits"]["mma"] = {{"instruction",
+                             "wgmma.mma_async.m64nNk16.f32.f16.f16, A registers, B shared (128B swizzle)"},
                             {"iterations", limits.mma->iterations},
                             {"median_us", limits.mma->best.median_us},
                             {"tflops", limits.mma->best.tflops},
@@ -349,12 +355,12 @@ void run_bench(const BenchArgs& args) {
                             {"trials", trials}};
     }
     if (limits.cublas) {
-      j["limits"]["cublas_fp16"] = {{"n", limits.cublas->n}, {"median_us", limits.cublas->median_us},
-                                    {"tflops", limits.cublas->tflops}};
+      j["limits"]["cublas_fp16"] = {
+          {"n", limits.cublas->n}, {"median_us", limits.cublas->median_us}, {"tflops", limits.cublas->tflops}};
     }
     if (limits.memcpy) {
-      j["limits"]["memcpy"] = {{"bytes", limits.memcpy->bytes}, {"median_us", limits.memcpy->median_us},
-                               {"tbps", limits.memcpy->tbps}};
+      j["limits"]["memcpy"] = {
+          {"bytes", limits.memcpy->bytes}, {"median_us", limits.memcpy->median_us}, {"tbps", limits.memcpy->tbps}};
     }
     j["reference_rates"] = {{"read_tbps", kReferenceReadTbps}, {"tensor_tflops", kReferenceTensorTflops}};
     j["results"] = results;

@@ -129,12 +129,16 @@ Arm numerics_arm(cuda::PreparedVariant& ranks, const cuda::LayerInputs& in, cons
   const Comparison c = compare_to_reference(gpu, in.layer_reference);
   const OutputGuard guard = guard_of(gpu);
   arm.verdict = verdict_of(all_ok && c.passed(), guard);
-  arm.summary = fmt::format("layer output, {} of {} tokens x {}: max |gpu-ref|/max|ref| {:.2e} (tolerance {:.1e}), "
-                            "{} over it; {}",
-                            in.sample.size(), g.tokens, g.hidden, c.max_rel_err, c.tolerance, c.mismatches,
-                            describe(guard));
-  arm.figures = {{"tokens_compared", in.sample.size()}, {"max_rel_err", c.max_rel_err}, {"max_abs_err", c.max_abs_err},
-                 {"tolerance", c.tolerance}, {"mismatches", c.mismatches}, {"guard", guard_json(guard)},
+  arm.summary = fmt::format(
+      "layer output, {} of {} tokens x {}: max |gpu-ref|/max|ref| {:.2e} (tolerance {:.1e}), "
+      "{} over it; {}",
+      in.sample.size(), g.tokens, g.hidden, c.max_rel_err, c.tolerance, c.mismatches, describe(guard));
+  arm.figures = {{"tokens_compared", in.sample.size()},
+                 {"max_rel_err", c.max_rel_err},
+                 {"max_abs_err", c.max_abs_err},
+                 {"tolerance", c.tolerance},
+                 {"mismatches", c.mismatches},
+                 {"guard", guard_json(guard)},
                  {"ranks", rank_figures}};
   return arm;
 }
@@ -151,7 +155,8 @@ Arm repeat_arm(cuda::PreparedVariant& layer, const std::vector<float>& first, in
     identical += d == 0 ? 1 : 0;
   }
   const OutputGuard guard = guard_of(first);
-  return Arm{"repeat", verdict_of(identical == repeats, guard),
+  return Arm{"repeat",
+             verdict_of(identical == repeats, guard),
              fmt::format("{} of {} runs bitwise identical to the first (worst: {} elements differ, {} NaN); {}",
                          identical, repeats, worst, worst_nan, describe(guard)),
              {},
@@ -181,10 +186,12 @@ Arm concurrent_arm(cuda::PreparedVariant& layer, cuda::PreparedVariant& noise, c
     worst_nan = std::max(worst_nan, guard_of(again).nan_count);
   }
   const OutputGuard guard = guard_of(first);
-  return Arm{"concurrent", verdict_of(identical == runs, guard),
+  return Arm{"concurrent",
+             verdict_of(identical == runs, guard),
              fmt::format("{} of {} runs beside a second stream running the same kernels bitwise identical ({} NaN); {}",
                          identical, runs, worst_nan, describe(guard)),
-             {}, {{"runs", runs}, {"identical", identical}, {"worst_nan", worst_nan}, {"guard", guard_json(guard)}}};
+             {},
+             {{"runs", runs}, {"identical", identical}, {"worst_nan", worst_nan}, {"guard", guard_json(guard)}}};
 }
 
 Arm batch_arm(cuda::ScenarioRunner& runner, const Scenario& layer_scenario) {
@@ -209,10 +216,12 @@ Arm batch_arm(cuda::ScenarioRunner& runner, const Scenario& layer_scenario) {
   }
   const std::int64_t d = differing(out_small, out_big);
   const OutputGuard guard = guard_of(out_small);
-  return Arm{"batch", verdict_of(d == 0, guard),
+  return Arm{"batch",
+             verdict_of(d == 0, guard),
              fmt::format("tokens 0..{} in a {}-token and a {}-token batch: {} of {} elements differ; {}", kSmall - 1,
                          kSmall, kBig, d, out_small.size(), describe(guard)),
-             {}, {{"small_tokens", kSmall}, {"big_tokens", kBig}, {"differing", d}, {"guard", guard_json(guard)}}};
+             {},
+             {{"small_tokens", kSmall}, {"big_tokens", kBig}, {"differing", d}, {"guard", guard_json(guard)}}};
 }
 
 void run_check(const CheckArgs& args) {
@@ -277,15 +286,18 @@ void run_check(const CheckArgs& args) {
     j["git_revision"] = build_git_revision();
     j["device"] = device_list.at(static_cast<std::size_t>(devices.front())).name;
     j["devices"] = devices;
-    j["geometry"] = {{"experts", g.experts}, {"top_k", g.top_k}, {"hidden", g.hidden},
+    j["geometry"] = {{"experts", g.experts}, {"top_k", g.top_k},   {"hidden", g.hidden},
                      {"ff", g.ff},           {"tokens", g.tokens}, {"ranks", g.ranks}};
     j["layout"] = std::string(to_string(s.layout));
     j["weights"] = std::string(to_string(s.weights));
     j["seed"] = s.seed;
     j["arms"] = nlohmann::json::array();
     for (const Arm& arm : arms) {
-      j["arms"].push_back({{"name", arm.name}, {"verdict", arm.verdict}, {"summary", arm.summary},
-                           {"details", arm.details}, {"figures", arm.figures}});
+      j["arms"].push_back({{"name", arm.name},
+                           {"verdict", arm.verdict},
+                           {"summary", arm.summary},
+                           {"details", arm.details},
+                           {"figures", arm.figures}});
     }
     j["passed"] = ok;
     write_file_atomically(*args.json, j.dump(2) + "\n");

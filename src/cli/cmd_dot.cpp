@@ -26,8 +26,7 @@ struct DotArgs {
 void run_dot(const DotArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   if (args.captured) {
-    if (args.output.empty())
-      throw InputError("dot --captured writes the driver's dump to a file: give -o FILE");
+    if (args.output.empty()) throw InputError("dot --captured writes the driver's dump to a file: give -o FILE");
     write_captured_dot(s, args.output);
     return;
   }

@@ -21,8 +21,8 @@ struct PlanArgs {
   bool json = false;
 };
 
-constexpr std::array kKinds{NodeKind::busy,   NodeKind::quantize, NodeKind::gemm,  NodeKind::swiglu,
-                            NodeKind::combine, NodeKind::reduce,  NodeKind::copy,  NodeKind::alloc,
+constexpr std::array kKinds{NodeKind::busy,     NodeKind::quantize, NodeKind::gemm, NodeKind::swiglu,
+                            NodeKind::combine,  NodeKind::reduce,   NodeKind::copy, NodeKind::alloc,
                             NodeKind::free_mem, NodeKind::event};
 constexpr std::array kCudaTypes{CudaNodeType::kernel, CudaNodeType::memcpy, CudaNodeType::mem_alloc,
                                 CudaNodeType::mem_free, CudaNodeType::event_record};
@@ -67,21 +67,21 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
   auto w = std::back_inserter(out);
   const auto& g = s.geometry;
   fmt::format_to(w, "scenario   {}: {}\n", s.name, s.description);
-  fmt::format_to(w, "geometry   experts {}, top-k {}, hidden {}, ff {} per rank, tokens {}, ranks {}\n",
-                 g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks);
+  fmt::format_to(w, "geometry   experts {}, top-k {}, hidden {}, ff {} per rank, tokens {}, ranks {}\n", g.experts,
+                 g.top_k, g.hidden, g.ff, g.tokens, g.ranks);
   fmt::format_to(w, "variant    layers {}, peer copy {}{}, join {}, root busy {}, alloc {}, issue {}\n", s.layers,
-                 to_string(s.peer_copy),
-                 s.peer_copy == PeerCopy::none ? std::string{} : " (" + copy_rows_text(s) + ")",
+                 to_string(s.peer_copy), s.peer_copy == PeerCopy::none ? std::string{} : " (" + copy_rows_text(s) + ")",
                  to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
-  fmt::format_to(w, "run        replays {} after {} warm-up, layout {}, weights {}{}, seed {}\n", s.replays,
-                 s.warmup, to_string(s.layout), to_string(s.weights),
+  fmt::format_to(w, "run        replays {} after {} warm-up, layout {}, weights {}{}, seed {}\n", s.replays, s.warmup,
+                 to_string(s.layout), to_string(s.weights),
                  s.weights == WeightsKind::zeros ? " (numerics VACUOUS)" : "", s.seed);
   fmt::format_to(w, "devices    ");
   for (int r = 0; r < g.ranks; ++r)
     fmt::format_to(w, "{}rank {} -> GPU {}", r == 0 ? "" : ", ", r, s.device_of(r, visible));
   if (s.devices.empty()) fmt::format_to(w, "  (no --devices: plan assumes one GPU per rank)");
   out += "\n";
-  fmt::format_to(w, "routing    pairs {}, active experts {} of {}, rows per active expert min {} / median {} / max {}\n",
+  fmt::format_to(w,
+                 "routing    pairs {}, active experts {} of {}, rows per active expert min {} / median {} / max {}\n",
                  rs.n_pairs, rs.n_active, g.experts, rs.min_rows, rs.median_rows, rs.max_rows);
 
   out += "memory     per rank:\n";
@@ -148,8 +148,11 @@ void print_json(const Scenario& s, int visible, const RoutingStats& rs, const La
   j["scenario"] = ordered_json::parse(scenario_to_json(s));
   j["n_pairs"] = rs.n_pairs;
   j["n_active"] = rs.n_active;
-  j["routing"] = {{"n_pairs", rs.n_pairs},     {"n_active", rs.n_active},     {"min_rows", rs.min_rows},
-                  {"median_rows", rs.median_rows}, {"max_rows", rs.max_rows}};
+  j["routing"] = {{"n_pairs", rs.n_pairs},
+                  {"n_active", rs.n_active},
+                  {"min_rows", rs.min_rows},
+                  {"median_rows", rs.median_rows},
+                  {"max_rows", rs.max_rows}};
   j["devices_assumed"] = s.devices.empty();
   ordered_json per_rank = ordered_json::array();
   for (int r = 0; r < s.geometry.ranks; ++r) {

@@ -117,7 +117,8 @@ void run_command(const RunArgs& args) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand(
-      "run", "capture each variant once, replay it, trace it with CUPTI, check its output; default: every built-in scenario");
+      "run",
+      "capture each variant once, replay it, trace it with CUPTI, check its output; default: every built-in scenario");
   cmd->add_option("scenarios", args->scenarios, "scenario names in graphs/ or .json paths; default: all built-in");
   add_scenario_options(*cmd, args->overrides);
   cmd->add_option("--out", args->out, "run folder to create (default: runs/<UTC time>)");

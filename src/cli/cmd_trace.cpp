@@ -55,9 +55,10 @@ fs::path find_inject_library() {
   for (const fs::path& candidate : {dir / kInjectLibrary, dir / ".." / "lib" / kInjectLibrary}) {
     if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec);
   }
-  throw std::runtime_error(fmt::format("the injection library {} is neither beside {} nor in {}: rebuild or reinstall "
-                                       "tpgraph (or set TPGRAPH_INJECT_LIBRARY)",
-                                       kInjectLibrary, self.string(), (dir / ".." / "lib").string()));
+  throw std::runtime_error(
+      fmt::format("the injection library {} is neither beside {} nor in {}: rebuild or reinstall "
+                  "tpgraph (or set TPGRAPH_INJECT_LIBRARY)",
+                  kInjectLibrary, self.string(), (dir / ".." / "lib").string()));
 }
 
 struct Resolved {
@@ -109,7 +110,8 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   forward.sa_sigaction = forward_signal;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&forward.sa_mask);
-  struct sigaction old_int {}, old_term {}, old_hup {};
+  struct sigaction old_int {
+  }, old_term{}, old_hup{};
   ::sigaction(SIGINT, &forward, &old_int);
   ::sigaction(SIGTERM, &forward, &old_term);
   ::sigaction(SIGHUP, &forward, &old_hup);
@@ -129,7 +131,8 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
     ::sigaction(SIGHUP, &old_hup, nullptr);
     // The command gets the environment tpgraph was given (main.cpp tuned tpgraph's own allocator).
     if (const char* tuned = std::getenv("TPGRAPH_ALLOCATOR_TUNED"); tuned != nullptr) {
-      if (*tuned != '\0') ::setenv("GLIBC_TUNABLES", tuned, 1); else ::unsetenv("GLIBC_TUNABLES");
+      if (*tuned != '\0') ::setenv("GLIBC_TUNABLES", tuned, 1);
+      else ::unsetenv("GLIBC_TUNABLES");
       ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
     }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
@@ -142,7 +145,8 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   g_child = child;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(fmt::format("waiting for the command failed: {}", std::strerror(errno)));
+    if (errno != EINTR)
+      throw std::runtime_error(fmt::format("waiting for the command failed: {}", std::strerror(errno)));
   }
   g_child = 0;
   ::sigaction(SIGINT, &old_int, nullptr);
@@ -182,8 +186,10 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
 void add_trace_command(CLI::App& app) {
   auto opts = std::make_shared<TraceOptions>();
   auto* cmd = app.add_subcommand(
-      "trace", "run any CUDA program (-- CMD ARGS...) with CUPTI injected; report its graphs' timeline, waits and verdict");
-  cmd->add_option("--out", opts->out, "the trace folder (default: runs/trace-<UTC date and time>); must be new or empty");
+      "trace",
+      "run any CUDA program (-- CMD ARGS...) with CUPTI injected; report its graphs' timeline, waits and verdict");
+  cmd->add_option("--out", opts->out,
+                  "the trace folder (default: runs/trace-<UTC date and time>); must be new or empty");
   cmd->add_flag("--assume-synced", opts->assume_synced, "record files of several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "record files of several hosts: align their clocks on matched collective ends");
@@ -200,7 +206,8 @@ void add_trace_command(CLI::App& app) {
                                      : fs::path(opts->out);
     std::error_code ec;
     if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
-      throw InputError(fmt::format("--out {}: exists and is not an empty folder (a trace needs a new folder)", dir.string()));
+      throw InputError(
+          fmt::format("--out {}: exists and is not an empty folder (a trace needs a new folder)", dir.string()));
     fs::create_directories(dir / "procs", ec);
     if (ec) throw InputError(fmt::format("--out {}: cannot be created: {}", dir.string(), ec.message()));
 

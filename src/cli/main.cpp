@@ -5,9 +5,9 @@
 //   check / bench       kernels against the CPU reference and the GPU's own limits (kernels/)
 //   run / info          capture, replay, CUPTI timeline and its outputs (src/cuda, src/cupti)
 //   analyze             recompute a run's outputs from its raw records, no GPU
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -39,7 +39,8 @@ void tune_allocator_for_records(int argc, char** argv) {
   ::setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
   ::execv("/proc/self/exe", argv);
   // Could not re-execute: go on untuned, with the environment as it was.
-  if (old != nullptr) ::setenv("GLIBC_TUNABLES", old, 1); else ::unsetenv("GLIBC_TUNABLES");
+  if (old != nullptr) ::setenv("GLIBC_TUNABLES", old, 1);
+  else ::unsetenv("GLIBC_TUNABLES");
   ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
 }
 
@@ -58,8 +59,8 @@ int check_stdout(int code) {
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
     const int err = errno;
-    return fail(code == 0 ? 1 : code, "cannot write to standard output: ",
-                err != 0 ? std::strerror(err) : "write error");
+    return fail(code == 0 ? 1 : code,
+                "cannot write to standard output: ", err != 0 ? std::strerror(err) : "write error");
   }
   return code;
 }
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
   hold_closed_standard_descriptors();
   tpgraph::install_signal_cleanup();
   CLI::App app{"tpgraph: multi-device CUDA graph capture, replay and timeline for a TP MoE layer"};
-  app.set_version_flag("--version", std::string(tpgraph::build_version()) + " (" +
-                                         std::string(tpgraph::build_git_revision()) + ")");
+  app.set_version_flag("--version",
+                       std::string(tpgraph::build_version()) + " (" + std::string(tpgraph::build_git_revision()) + ")");
   app.require_subcommand(1);
   tpgraph::cli::add_plan_command(app);
   tpgraph::cli::add_dot_command(app);

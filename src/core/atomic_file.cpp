@@ -110,17 +110,17 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
     const char* what = S_ISLNK(existing.st_mode)   ? "a symbolic link"
                        : S_ISDIR(existing.st_mode) ? "a folder"
                                                    : "a device, FIFO or socket";
-    throw InputError(fmt::format("{}: exists and is {}, which writing would replace; accepted: a new path or a "
-                                 "regular file",
-                                 path.string(), what));
+    throw InputError(
+        fmt::format("{}: exists and is {}, which writing would replace; accepted: a new path or a "
+                    "regular file",
+                    path.string(), what));
   }
   // The pid keeps two writers of one folder from sharing a temporary name.
   std::filesystem::path temp = path;
   temp += fmt::format(".tmp-{}", static_cast<long>(getpid()));
   const RemoveOnSignal remove_if_interrupted(temp);
   std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (file == nullptr)
-    throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  if (file == nullptr) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
   std::size_t written = 0;
   int write_errno = 0;
   bool failed = false;
@@ -145,15 +145,15 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   if (!closed && !failed && flushed) write_errno = errno;
   if (failed || !flushed || !closed) {
     std::remove(temp.c_str());
-    throw std::runtime_error(fmt::format("{}: write failed after {} bytes: {}", path.string(), written,
-                                         std::strerror(write_errno)));
+    throw std::runtime_error(
+        fmt::format("{}: write failed after {} bytes: {}", path.string(), written, std::strerror(write_errno)));
   }
   std::error_code ec;
   std::filesystem::rename(temp, path, ec);
   if (ec) {
     std::remove(temp.c_str());
-    throw std::runtime_error(fmt::format("{}: cannot rename the finished file into place: {}",
-                                         path.string(), ec.message()));
+    throw std::runtime_error(
+        fmt::format("{}: cannot rename the finished file into place: {}", path.string(), ec.message()));
   }
 }
 

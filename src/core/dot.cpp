@@ -113,10 +113,8 @@ std::string node_detail(const Node& n) {
 
 void node_attrs(std::string& out, const std::string& label, NodeKind kind, CudaNodeType type) {
   const auto& st = style_of(kind);
-  fmt::format_to(std::back_inserter(out),
-                 "label=\"{}\", shape={}, style=\"{}\", fillcolor=\"{}\", fontcolor=\"{}\"", label,
-                 shape_of(type), type == CudaNodeType::kernel ? "rounded,filled" : "filled", st.fill,
-                 st.font);
+  fmt::format_to(std::back_inserter(out), "label=\"{}\", shape={}, style=\"{}\", fillcolor=\"{}\", fontcolor=\"{}\"",
+                 label, shape_of(type), type == CudaNodeType::kernel ? "rounded,filled" : "filled", st.fill, st.font);
 }
 
 void write_legend(std::string& out) {
@@ -134,8 +132,8 @@ void write_legend(std::string& out) {
       fmt::format_to(std::back_inserter(out), "    legend_{} -> legend_{} [label=\"same stream\"];\n", from, to);
     } else if (i == 1) {
       fmt::format_to(std::back_inserter(out),
-                     "    legend_{} -> legend_{} [label=\"cross-rank fork\", color=\"{}\", penwidth=2.5];\n",
-                     from, to, kCrossRankColor);
+                     "    legend_{} -> legend_{} [label=\"cross-rank fork\", color=\"{}\", penwidth=2.5];\n", from, to,
+                     kCrossRankColor);
     } else if (i == 2) {
       fmt::format_to(std::back_inserter(out),
                      "    legend_{} -> legend_{} [label=\"cross-rank join\", color=\"{}\", penwidth=2.5, "
@@ -174,15 +172,17 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
   std::string title = fmt::format(
       "{}: {}\nexperts {}, top-k {}, hidden {}, ff {}, tokens {}, ranks {}, layers {} | peer copy {}, "
       "join {}, root busy {}, alloc {}, issue {}",
-      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers,
-      to_string(s.peer_copy), to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
+      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers, to_string(s.peer_copy),
+      to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
   if (timed)
-    title += fmt::format("\nmedian span {:.1f} µs over {} replays; fill: share of the span a node ran; red border: "
-                         "median wait {:g}% of the span or more",
-                         span_us, timeline->span_us.count, kDotWaitShareMarked * 100);
+    title += fmt::format(
+        "\nmedian span {:.1f} µs over {} replays; fill: share of the span a node ran; red border: "
+        "median wait {:g}% of the span or more",
+        span_us, timeline->span_us.count, kDotWaitShareMarked * 100);
   fmt::format_to(w, "digraph tpgraph {{\n");
-  fmt::format_to(w, "  graph [label=\"{}\", labelloc=t, fontname=\"Helvetica\", fontsize=12, newrank=true, "
-                    "nodesep=0.3, ranksep=0.35];\n",
+  fmt::format_to(w,
+                 "  graph [label=\"{}\", labelloc=t, fontname=\"Helvetica\", fontsize=12, newrank=true, "
+                 "nodesep=0.3, ranksep=0.35];\n",
                  dot_escape(title));
   fmt::format_to(w, "  node [fontname=\"Helvetica\", fontsize=10, color=\"#444444\"];\n");
   fmt::format_to(w, "  edge [color=\"#7f7f7f\", arrowsize=0.7, fontname=\"Helvetica\", fontsize=9];\n");
@@ -219,7 +219,9 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
       fmt::format_to(w, ", tooltip=\"{}\"];\n", dot_escape(tooltip));
     }
     if (r == 0 && !graph.end_joins.empty()) {
-      fmt::format_to(w, "    graph_end [label=\"end\", tooltip=\"end of the graph: every stream has rejoined the root\", shape=doublecircle, fixedsize=true, width=0.45, fontsize=8];\n");
+      fmt::format_to(
+          w,
+          "    graph_end [label=\"end\", tooltip=\"end of the graph: every stream has rejoined the root\", shape=doublecircle, fixedsize=true, width=0.45, fontsize=8];\n");
     }
     out += "  }\n";
   }
@@ -232,8 +234,8 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
       continue;
     }
     // Forks leave the root, joins come back to it: dashed for joins so the two read apart.
-    fmt::format_to(w, "  n{} -> n{} [color=\"{}\", penwidth=2.5{}, tooltip=\"{}\"];\n", e.from, e.to,
-                   kCrossRankColor, to.rank == 0 ? ", style=dashed" : "",
+    fmt::format_to(w, "  n{} -> n{} [color=\"{}\", penwidth=2.5{}, tooltip=\"{}\"];\n", e.from, e.to, kCrossRankColor,
+                   to.rank == 0 ? ", style=dashed" : "",
                    dot_escape(fmt::format("cross-rank: {} -> {}", from.label, to.label)));
   }
   if (!graph.nodes.empty() && !graph.end_joins.empty()) {

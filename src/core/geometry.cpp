@@ -23,16 +23,13 @@ constexpr std::int64_t kI32 = 4;
 }  // namespace
 
 void validate(const Geometry& g) {
-  require(g.experts >= 1 && g.experts <= kMaxExperts, "experts", g.experts,
-          fmt::format("1 to {}", kMaxExperts));
-  require(g.top_k >= 1 && g.top_k <= g.experts, "top_k", g.top_k,
-          fmt::format("1 <= top_k <= experts ({})", g.experts));
+  require(g.experts >= 1 && g.experts <= kMaxExperts, "experts", g.experts, fmt::format("1 to {}", kMaxExperts));
+  require(g.top_k >= 1 && g.top_k <= g.experts, "top_k", g.top_k, fmt::format("1 <= top_k <= experts ({})", g.experts));
   require(g.hidden >= 64 && g.hidden <= kMaxWidth && g.hidden % 64 == 0, "hidden", g.hidden,
           fmt::format("a multiple of 64 (one NVFP4 chunk) from 64 to {}", kMaxWidth));
   require(g.ff >= 64 && g.ff <= kMaxWidth && g.ff % 64 == 0, "ff", g.ff,
           fmt::format("a multiple of 64 (one NVFP4 chunk) from 64 to {}", kMaxWidth));
-  require(g.tokens >= 1 && g.tokens <= kMaxTokens, "tokens", g.tokens,
-          fmt::format("1 to {}", kMaxTokens));
+  require(g.tokens >= 1 && g.tokens <= kMaxTokens, "tokens", g.tokens, fmt::format("1 to {}", kMaxTokens));
   require(g.ranks >= 1 && g.ranks <= kMaxRanks, "ranks", g.ranks, fmt::format("1 to {}", kMaxRanks));
   require(g.pairs() <= std::numeric_limits<std::int32_t>::max(), "tokens * top_k", g.pairs(),
           "under 2^31 (the CSR arrays are int32)");
@@ -55,9 +52,8 @@ MemoryEstimate memory_per_rank(const Geometry& g) { return memory_per_rank(g, 0,
 MemoryEstimate memory_per_rank(const Geometry& g, int staged_partials, bool fresh_alloc) {
   MemoryEstimate m;
   const std::int64_t experts = g.experts;
-  const std::int64_t per_expert =
-      2 * nvfp4_matrix_bytes(g.ff, g.hidden) + nvfp4_matrix_bytes(g.hidden, g.ff);
-  m.weights = experts * per_expert + 3 * experts * kF32;  // + one fp32 tensor scale per matrix
+  const std::int64_t per_expert = 2 * nvfp4_matrix_bytes(g.ff, g.hidden) + nvfp4_matrix_bytes(g.hidden, g.ff);
+  m.weights = experts * per_expert + 3 * experts * kF32;                       // + one fp32 tensor scale per matrix
   const std::int64_t layer_io = 2 * std::int64_t{g.tokens} * g.hidden * kF32;  // z and out
   m.activations = layer_io + working_set_bytes(g);
   const std::int64_t p = g.pairs();
@@ -70,9 +66,10 @@ MemoryEstimate memory_per_rank(const Geometry& g, int staged_partials, bool fres
 
 void check_memory_fits(std::int64_t needed, std::int64_t available, int device) {
   if (needed > available) {
-    throw InputError(fmt::format("GPU {} has {} free but the scenario needs {} there; lower --tokens or "
-                                 "--experts, or spread the ranks over more GPUs with --devices",
-                                 device, format_bytes(available), format_bytes(needed)));
+    throw InputError(
+        fmt::format("GPU {} has {} free but the scenario needs {} there; lower --tokens or "
+                    "--experts, or spread the ranks over more GPUs with --devices",
+                    device, format_bytes(available), format_bytes(needed)));
   }
 }
 
@@ -98,9 +95,10 @@ std::int64_t available_host_memory() {
 
 void check_host_memory_fits(std::int64_t needed, std::int64_t available, std::string_view what) {
   if (available >= 0 && needed > available) {
-    throw InputError(fmt::format("{} needs {} of host memory but {} is available; lower --tokens, --experts, "
-                                 "--hidden or --ff",
-                                 what, format_bytes(needed), format_bytes(available)));
+    throw InputError(
+        fmt::format("{} needs {} of host memory but {} is available; lower --tokens, --experts, "
+                    "--hidden or --ff",
+                    what, format_bytes(needed), format_bytes(available)));
   }
 }
 

@@ -44,19 +44,18 @@ std::string read_regular_file(const std::filesystem::path& path, std::string_vie
     throw InputError(fmt::format("{}: cannot read the {}: {}", path.string(), what, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a folder, not a {}", path.string(), what));
   if (!S_ISREG(st.st_mode))
-    throw InputError(fmt::format("{}: not a regular file (a FIFO, device or socket); accepted: a {} on disk",
-                                 path.string(), what));
+    throw InputError(
+        fmt::format("{}: not a regular file (a FIFO, device or socket); accepted: a {} on disk", path.string(), what));
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > max_bytes)
-    throw InputError(fmt::format("{}: {} bytes is more than a {} may hold ({} bytes)", path.string(), size, what,
-                                 max_bytes));
+    throw InputError(
+        fmt::format("{}: {} bytes is more than a {} may hold ({} bytes)", path.string(), size, what, max_bytes));
   std::string text(static_cast<std::size_t>(size), '\0');
   std::size_t done = 0;
   while (done < text.size()) {
     const ::ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      throw InputError(fmt::format("{}: cannot read the {}: {}", path.string(), what, std::strerror(errno)));
+    if (n < 0) throw InputError(fmt::format("{}: cannot read the {}: {}", path.string(), what, std::strerror(errno)));
     if (n == 0) break;  // shrank while being read: parse what is there, the parser says if it is cut
     done += static_cast<std::size_t>(n);
   }
@@ -78,8 +77,8 @@ void check_json_depth(std::string_view text, std::string_view origin, std::size_
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth)
-        throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at byte {}); accepted: at most {}",
-                                     origin, max_depth, i + 1, max_depth));
+        throw InputError(fmt::format("{}: JSON nested deeper than {} levels (at byte {}); accepted: at most {}", origin,
+                                     max_depth, i + 1, max_depth));
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
@@ -135,7 +134,8 @@ std::string describe_json(const nlohmann::json& value, std::size_t max_chars) {
     case nlohmann::json::value_t::null: return "null";
     default: {
       const std::string text = value.dump();  // a scalar: short
-      return fmt::format("{} {}", value.type_name(), text.size() > max_chars ? text.substr(0, max_chars) + "..." : text);
+      return fmt::format("{} {}", value.type_name(),
+                         text.size() > max_chars ? text.substr(0, max_chars) + "..." : text);
     }
   }
 }

@@ -66,8 +66,8 @@ class Builder {
 
   // Appends a node on `rank`'s stream after that stream's last node; `cross` are its cross-stream
   // predecessors (ids < the new id, -1 ignored).
-  int add(int layer, int rank, NodeKind kind, Role role, std::string_view name, std::int64_t bytes,
-          double flops, std::initializer_list<int> cross = {}, int peer = -1) {
+  int add(int layer, int rank, NodeKind kind, Role role, std::string_view name, std::int64_t bytes, double flops,
+          std::initializer_list<int> cross = {}, int peer = -1) {
     Node n;
     n.id = static_cast<int>(graph_.nodes.size());
     n.layer = layer;
@@ -102,8 +102,7 @@ class Builder {
     const std::string p = fmt::format("r{}.", r);
     // With peer_copy first, the rank's copy already forked its stream at the layer start.
     const bool forked_by_copy = s_.peer_copy == PeerCopy::first;
-    add(layer, r, NodeKind::event, Role::span_begin, p + "begin", 0, 0,
-        {r > 0 && !forked_by_copy ? fork_from : -1});
+    add(layer, r, NodeKind::event, Role::span_begin, p + "begin", 0, 0, {r > 0 && !forked_by_copy ? fork_from : -1});
     if (s_.peer_copy == PeerCopy::per_rank && r > 0) peer_copy(layer, r, {});
     const std::int64_t work = working_set_bytes(s_.geometry);
     if (s_.alloc == AllocKind::fresh) add(layer, r, NodeKind::alloc, Role::alloc, p + "alloc", work, 0);
@@ -111,16 +110,16 @@ class Builder {
     const auto P = c_.pairs, H = c_.hidden, F = c_.ff, T = c_.tokens;
     const auto pd = static_cast<double>(P);
     // gather+quantize: read the token row of every pair, write z16 and zs.
-    add(layer, r, NodeKind::quantize, Role::quantize_z, p + "quant_z",
-        P * H * kF32 + P * (H * kU16 + kF32) + P * kI32, pd * static_cast<double>(H));
+    add(layer, r, NodeKind::quantize, Role::quantize_z, p + "quant_z", P * H * kF32 + P * (H * kU16 + kF32) + P * kI32,
+        pd * static_cast<double>(H));
     add(layer, r, NodeKind::gemm, Role::gate, p + "gate", c_.gate_bytes(), c_.gate_flops());
     add(layer, r, NodeKind::gemm, Role::up, p + "up", c_.gate_bytes(), c_.gate_flops());
     // silu(g) * u = g / (1 + exp(-g)) * u: exp, add, divide, multiply.
     add(layer, r, NodeKind::swiglu, Role::swiglu, p + "swiglu", 3 * P * F * kF32, 4.0 * pd * static_cast<double>(F));
     add(layer, r, NodeKind::quantize, Role::quantize_a, p + "quant_a", P * F * kF32 + P * (F * kU16 + kF32),
         pd * static_cast<double>(F));
-    add(layer, r, NodeKind::gemm, Role::down, p + "down",
-        c_.weights(H, F) + P * (F * kU16 + kF32) + P * H * kF32, c_.gate_flops());
+    add(layer, r, NodeKind::gemm, Role::down, p + "down", c_.weights(H, F) + P * (F * kU16 + kF32) + P * H * kF32,
+        c_.gate_flops());
     // combine: one fma per pair and element; reads y, the pair rows and weights, writes out.
     add(layer, r, NodeKind::combine, Role::combine, p + "combine", P * H * kF32 + P * 2 * kI32 + T * H * kF32,
         2.0 * pd * static_cast<double>(H));

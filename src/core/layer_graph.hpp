@@ -42,36 +42,41 @@ namespace tpgraph {
 
 // What a node does. The CUDA node type follows from it (cuda_node_type).
 enum class NodeKind {
-  busy,       // root's trunk work before the fork (kernel)
-  quantize,   // gather+quantize of z, or quantize of a (kernel)
-  gemm,       // gate, up or down grouped GEMM (kernel)
-  swiglu,     // kernel
-  combine,    // kernel
-  reduce,     // root sums a copied partial into the layer output (kernel)
-  copy,       // memcpy node: peer copy of z, or a join copy of a partial
-  alloc,      // stream-ordered allocation inside the graph
-  free_mem,   // its free
-  event,      // event-record node (cudaEventRecordExternal) marking a rank's span
+  busy,      // root's trunk work before the fork (kernel)
+  quantize,  // gather+quantize of z, or quantize of a (kernel)
+  gemm,      // gate, up or down grouped GEMM (kernel)
+  swiglu,    // kernel
+  combine,   // kernel
+  reduce,    // root sums a copied partial into the layer output (kernel)
+  copy,      // memcpy node: peer copy of z, or a join copy of a partial
+  alloc,     // stream-ordered allocation inside the graph
+  free_mem,  // its free
+  event,     // event-record node (cudaEventRecordExternal) marking a rank's span
   // Kinds of a traced program's graph (`tpgraph trace`), whose nodes tpgraph did not issue:
-  kernel,     // any kernel
-  memset,     // memset node
-  other,      // host, empty, event record/wait, child graph, conditional...: leaves no record
+  kernel,  // any kernel
+  memset,  // memset node
+  other,   // host, empty, event record/wait, child graph, conditional...: leaves no record
 };
 [[nodiscard]] std::string_view to_string(NodeKind k);
 
 // Which step of the chain a node is: what the capture issues for it.
 enum class Role {
-  busy,          // root trunk work: one grouped GEMM (gate shape) on the root's buffers
-  quantize_z,    // gather+quantize of z
-  gate, up, swiglu,
+  busy,        // root trunk work: one grouped GEMM (gate shape) on the root's buffers
+  quantize_z,  // gather+quantize of z
+  gate,
+  up,
+  swiglu,
   quantize_a,
-  down, combine,
-  peer_copy,     // z rows (copy_row_count) from the root to rank `peer`, on that rank's stream
-  join_copy,     // out_r of rank `peer` to the root's staging buffer, on the root stream
-  reduce,        // root: layer output += staged partials, rank order
-  alloc, free_mem,
-  span_begin, span_end,  // event-record nodes around a rank's work in a layer
-  traced,        // a node of a traced program's graph: `Node::name` says what it runs
+  down,
+  combine,
+  peer_copy,  // z rows (copy_row_count) from the root to rank `peer`, on that rank's stream
+  join_copy,  // out_r of rank `peer` to the root's staging buffer, on the root stream
+  reduce,     // root: layer output += staged partials, rank order
+  alloc,
+  free_mem,
+  span_begin,
+  span_end,  // event-record nodes around a rank's work in a layer
+  traced,    // a node of a traced program's graph: `Node::name` says what it runs
 };
 [[nodiscard]] std::string_view to_string(Role r);
 
@@ -82,12 +87,12 @@ enum class CudaNodeType { kernel, memcpy, mem_alloc, mem_free, event_record, mem
 struct Node {
   int id = 0;
   int layer = 0;
-  int rank = 0;     // the rank whose stream issues it
-  int device = 0;   // the GPU it runs on
-  int stream = 0;   // stream index == rank (one stream per rank)
+  int rank = 0;    // the rank whose stream issues it
+  int device = 0;  // the GPU it runs on
+  int stream = 0;  // stream index == rank (one stream per rank)
   NodeKind kind = NodeKind::gemm;
   Role role = Role::gate;
-  int peer = -1;  // copies: the non-root rank at the other end
+  int peer = -1;      // copies: the non-root rank at the other end
   std::string label;  // "r1.gate", "r0->r1.copy", "L2.r1.down" when layers > 1
   std::string name;   // traced nodes: the demangled kernel name or the copy's kind; "" otherwise
   // Counted from the geometry and routing, not measured: bytes moved (copies), read + written
@@ -116,19 +121,15 @@ struct LayerGraph {
   [[nodiscard]] std::map<std::pair<int, CudaNodeType>, int> cuda_node_counts() const;
   [[nodiscard]] const Node* find(std::string_view label) const;
   // A traced program's graph (`tpgraph trace`), not a scenario's layer graph.
-  [[nodiscard]] bool traced() const {
-    return !nodes.empty() && nodes.front().role == Role::traced;
-  }
+  [[nodiscard]] bool traced() const { return !nodes.empty() && nodes.front().role == Role::traced; }
   // Nodes of one rank's stream, in issue order.
   [[nodiscard]] std::vector<int> stream_nodes(int rank) const;
 };
 
 // `visible_devices` maps ranks to GPUs (Scenario::device_of).
-[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, const Routing& routing,
-                                           int visible_devices);
+[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, const Routing& routing, int visible_devices);
 // The same graph from the routing's two figures it uses (pairs, active experts): plan builds it
 // without materialising the pairs.
-[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, std::int64_t n_pairs, int n_active,
-                                           int visible_devices);
+[[nodiscard]] LayerGraph build_layer_graph(const Scenario& s, std::int64_t n_pairs, int n_active, int visible_devices);
 
 }  // namespace tpgraph

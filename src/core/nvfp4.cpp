@@ -22,8 +22,8 @@ constexpr std::array<float, 16> kE2M1Values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,
 inline std::uint8_t e2m1_code(float q) {
   const auto bits = std::bit_cast<std::uint32_t>(q);
   const float a = std::bit_cast<float>(bits & 0x7fffffffu);
-  const int m = int{a > 0.25f} + int{a >= 0.75f} + int{a > 1.25f} + int{a >= 1.75f} + int{a > 2.5f} +
-                int{a >= 3.5f} + int{a > 5.0f};
+  const int m = int{a > 0.25f} + int{a >= 0.75f} + int{a > 1.25f} + int{a >= 1.75f} + int{a > 2.5f} + int{a >= 3.5f} +
+                int{a > 5.0f};
   return static_cast<std::uint8_t>(((bits >> 28) & 0x8u) | static_cast<std::uint32_t>(m));
 }
 

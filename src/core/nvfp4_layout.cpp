@@ -34,12 +34,11 @@ constexpr int kValueBytes = 32;                          // per row and chunk
 
 void check_shape(std::size_t bytes, int rows, int cols, const char* what) {
   if (rows <= 0 || cols <= 0 || rows % kRowTile != 0 || cols % kNvfp4ChunkElems != 0) {
-    throw std::invalid_argument(std::string(what) + ": a " + std::to_string(rows) + " x " +
-                                std::to_string(cols) + " matrix; rows must be a multiple of " +
-                                std::to_string(kRowTile) + " and cols of 64");
+    throw std::invalid_argument(std::string(what) + ": a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                " matrix; rows must be a multiple of " + std::to_string(kRowTile) + " and cols of 64");
   }
-  const auto expected = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols / kNvfp4ChunkElems) *
-                        kNvfp4ChunkBytes;
+  const auto expected =
+      static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols / kNvfp4ChunkElems) * kNvfp4ChunkBytes;
   if (bytes != expected) {
     throw std::invalid_argument(std::string(what) + ": " + std::to_string(rows) + " x " + std::to_string(cols) +
                                 " needs " + std::to_string(expected) + " bytes, got " + std::to_string(bytes));
@@ -71,8 +70,8 @@ std::int64_t v2_offset(std::int64_t v1_offset, int cols) {
 
 // Nibble moves of nvfp4_v2_pack_word: {bit 0 of the nibble in the byte-ordered word, target bit of
 // its sign, target bit of its magnitude's lowest bit}. In order: half2 0 (low, high half), 1, 2, 3.
-constexpr int kNibbleMoves[8][3] = {{0, 15, 9},  {16, 31, 25}, {8, 18, 12}, {24, 2, 28},
-                                    {4, 0, 3},   {20, 16, 19}, {12, 1, 6},  {28, 17, 22}};
+constexpr int kNibbleMoves[8][3] = {{0, 15, 9}, {16, 31, 25}, {8, 18, 12}, {24, 2, 28},
+                                    {4, 0, 3},  {20, 16, 19}, {12, 1, 6},  {28, 17, 22}};
 
 }  // namespace
 

@@ -29,8 +29,8 @@ class RecordName {
  public:
   RecordName() = default;
   RecordName(std::string_view text);  // NOLINT(google-explicit-constructor): records are filled from strings
-  RecordName(const char* text) : RecordName(std::string_view(text)) {}          // NOLINT(google-explicit-constructor)
-  RecordName(const std::string& text) : RecordName(std::string_view(text)) {}   // NOLINT(google-explicit-constructor)
+  RecordName(const char* text) : RecordName(std::string_view(text)) {}         // NOLINT(google-explicit-constructor)
+  RecordName(const std::string& text) : RecordName(std::string_view(text)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] const std::string& str() const;
   [[nodiscard]] bool empty() const { return text_ == nullptr; }
@@ -50,12 +50,12 @@ struct ActivityRecord {
   std::uint64_t end_ns = 0;
   std::uint64_t graph_node_id = 0;  // the instantiated node's id
   std::int64_t bytes = 0;           // memcpy/memset
-  RecordName name;                        // kernel name, or the copy's kind
+  RecordName name;                  // kernel name, or the copy's kind
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
   std::uint32_t graph_id = 0;
-  int node = -1;                    // layer-graph node id; -1: matched no node
-  int replay = -1;                  // replay index (warm-up replays are dropped before analysis)
+  int node = -1;    // layer-graph node id; -1: matched no node
+  int replay = -1;  // replay index (warm-up replays are dropped before analysis)
   std::int16_t device = 0;
   ActivityKind kind = ActivityKind::kernel;
 };

@@ -84,8 +84,8 @@ void check_rank(const Geometry& g, const RankWeights& w) {
   for (int e = 0; e < g.experts; ++e) {
     const auto i = static_cast<std::size_t>(e);
     for (const Nvfp4Matrix* m : {&w.gate[i], &w.up[i], &w.down[i]}) check_matrix(*m);
-    require(w.gate[i].rows == g.ff && w.gate[i].cols == g.hidden && w.up[i].rows == g.ff &&
-                w.up[i].cols == g.hidden && w.down[i].rows == g.hidden && w.down[i].cols == g.ff,
+    require(w.gate[i].rows == g.ff && w.gate[i].cols == g.hidden && w.up[i].rows == g.ff && w.up[i].cols == g.hidden &&
+                w.down[i].rows == g.hidden && w.down[i].cols == g.ff,
             "expert " + std::to_string(e) + "'s matrices do not match the geometry");
   }
 }
@@ -141,16 +141,14 @@ void reference_gather_quantize(const Routing& routing, std::span<const float> z,
   }
 }
 
-void reference_grouped_gemm(const Routing& routing, std::span<const Nvfp4Matrix> w,
-                            std::span<const std::uint16_t> x16, std::span<const float> xs,
-                            std::span<float> y) {
+void reference_grouped_gemm(const Routing& routing, std::span<const Nvfp4Matrix> w, std::span<const std::uint16_t> x16,
+                            std::span<const float> xs, std::span<float> y) {
   require(std::ssize(w) == routing.experts && !w.empty(), "reference_grouped_gemm: one matrix per expert");
   const int out_f = w[0].rows;
   const int in_f = w[0].cols;
   for (const auto& m : w) {
     check_matrix(m);
-    require(m.rows == out_f && m.cols == in_f,
-            "reference_grouped_gemm: the experts' matrices differ in shape");
+    require(m.rows == out_f && m.cols == in_f, "reference_grouped_gemm: the experts' matrices differ in shape");
   }
   const auto rows = to_size(routing.n_pairs());
   require(x16.size() == rows * static_cast<std::size_t>(in_f) && xs.size() == rows &&
@@ -190,8 +188,8 @@ std::vector<float> reference_combine(const Routing& routing, std::span<const flo
   for (std::size_t ti = 0; ti < tokens.size(); ++ti) {
     float* acc = out.data() + ti * h;
     for (int j = 0; j < routing.top_k; ++j) {
-      const auto p = static_cast<std::size_t>(tokens[ti]) * static_cast<std::size_t>(routing.top_k) +
-                     static_cast<std::size_t>(j);
+      const auto p =
+          static_cast<std::size_t>(tokens[ti]) * static_cast<std::size_t>(routing.top_k) + static_cast<std::size_t>(j);
       const float weight = routing.pair_weight[p];
       const float* yr = y.data() + static_cast<std::size_t>(routing.pair_row[p]) * h;
       for (std::size_t k = 0; k < h; ++k) acc[k] = std::fma(weight, yr[k], acc[k]);
@@ -231,8 +229,7 @@ RankTrace reference_rank_trace(const Geometry& g, const Routing& routing, const 
   tr.a16.resize(rows * ff);
   tr.as.resize(rows);
   for (std::size_t i = 0; i < rows; ++i) {
-    tr.as[i] =
-        quantize_row_to_half(std::span(tr.a).subspan(i * ff, ff), std::span(tr.a16).subspan(i * ff, ff));
+    tr.as[i] = quantize_row_to_half(std::span(tr.a).subspan(i * ff, ff), std::span(tr.a16).subspan(i * ff, ff));
   }
   tr.y.resize(rows * h);
   reference_grouped_gemm(routing, w.down, tr.a16, tr.as, tr.y);
@@ -270,8 +267,7 @@ std::vector<float> reference_rank_output(const Geometry& g, const Routing& routi
     for (std::size_t j = 0; j < k; ++j) {
       const auto p = static_cast<std::size_t>(tokens[ti]) * k + j;
       const int a = active_index_of_row(routing, routing.pair_row[p]);
-      slots_of[static_cast<std::size_t>(routing.active_experts[static_cast<std::size_t>(a)])].push_back(
-          ti * k + j);
+      slots_of[static_cast<std::size_t>(routing.active_experts[static_cast<std::size_t>(a)])].push_back(ti * k + j);
     }
   }
   std::vector<int> experts;
@@ -331,9 +327,8 @@ std::vector<float> reference_rank_output(const Geometry& g, const Routing& routi
   return out;
 }
 
-std::vector<float> reference_layer_output(const Geometry& g, const Routing& routing,
-                                          std::span<const RankWeights> ranks, std::span<const float> z,
-                                          std::span<const int> tokens) {
+std::vector<float> reference_layer_output(const Geometry& g, const Routing& routing, std::span<const RankWeights> ranks,
+                                          std::span<const float> z, std::span<const int> tokens) {
   require(std::ssize(ranks) == g.ranks, "reference_layer_output: " + std::to_string(ranks.size()) +
                                             " ranks' weights for a geometry of " + std::to_string(g.ranks));
   std::vector<std::vector<float>> partials;
@@ -343,8 +338,7 @@ std::vector<float> reference_layer_output(const Geometry& g, const Routing& rout
 }
 
 std::vector<int> sample_tokens(int tokens, int count) {
-  if (tokens < 1)
-    throw InputError("token sample: the batch has " + std::to_string(tokens) + " tokens; needs >= 1");
+  if (tokens < 1) throw InputError("token sample: the batch has " + std::to_string(tokens) + " tokens; needs >= 1");
   if (count >= tokens) {
     std::vector<int> all(static_cast<std::size_t>(tokens));
     for (int t = 0; t < tokens; ++t) all[static_cast<std::size_t>(t)] = t;
@@ -361,8 +355,8 @@ std::vector<int> sample_tokens(int tokens, int count) {
   for (std::int64_t i = 0; i < strata; ++i) {
     const std::int64_t lo = 1 + i * interior / strata;
     const std::int64_t hi = 1 + (i + 1) * interior / strata;
-    const auto pick = random_stream_key(static_cast<std::uint64_t>(tokens), 3,
-                                        static_cast<std::uint64_t>(count), static_cast<std::uint64_t>(i)) %
+    const auto pick = random_stream_key(static_cast<std::uint64_t>(tokens), 3, static_cast<std::uint64_t>(count),
+                                        static_cast<std::uint64_t>(i)) %
                       static_cast<std::uint64_t>(hi - lo);
     out.push_back(static_cast<int>(lo + static_cast<std::int64_t>(pick)));
   }
@@ -371,13 +365,12 @@ std::vector<int> sample_tokens(int tokens, int count) {
 }
 
 Comparison compare_to_reference(std::span<const float> gpu, std::span<const float> ref, double tolerance) {
-  require(gpu.size() == ref.size(), "compare_to_reference: " + std::to_string(gpu.size()) +
-                                        " GPU values vs " + std::to_string(ref.size()) + " reference values");
+  require(gpu.size() == ref.size(), "compare_to_reference: " + std::to_string(gpu.size()) + " GPU values vs " +
+                                        std::to_string(ref.size()) + " reference values");
   Comparison c;
   c.compared = std::ssize(gpu);
   c.tolerance = tolerance;
-  for (std::size_t i = 0; i < ref.size(); ++i)
-    c.ref_absmax = std::max(c.ref_absmax, std::fabs(double{ref[i]}));
+  for (std::size_t i = 0; i < ref.size(); ++i) c.ref_absmax = std::max(c.ref_absmax, std::fabs(double{ref[i]}));
   const double bound = tolerance * c.ref_absmax;
   for (std::size_t i = 0; i < gpu.size(); ++i) {
     const double v = gpu[i];

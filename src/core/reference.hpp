@@ -50,8 +50,7 @@ struct RankWeights {
 // O(1), quantized by nvfp4_quantize. zeros: every byte 0 and tensor scale 1 (decodes to 0).
 // Work is spread over std::thread::hardware_concurrency() threads, one matrix at a time; the bytes
 // do not depend on the thread count.
-[[nodiscard]] RankWeights make_rank_weights(const Geometry& g, int rank, WeightsKind kind,
-                                            std::uint64_t seed);
+[[nodiscard]] RankWeights make_rank_weights(const Geometry& g, int rank, WeightsKind kind, std::uint64_t seed);
 // The layer input z[tokens][hidden], N(0, 1), from a stream of the seed that no weight uses.
 [[nodiscard]] std::vector<float> make_layer_input(const Geometry& g, std::uint64_t seed);
 
@@ -73,12 +72,10 @@ void fill_normal(std::uint64_t key, std::uint64_t first, float scale, std::span<
 // Reference output of the chosen tokens (sorted, unique): rows = tokens.size(), hidden each.
 // Only the chosen tokens' pairs are computed; each expert matrix they use is read once per call,
 // one row at a time, and the experts are spread over hardware_concurrency() threads.
-[[nodiscard]] std::vector<float> reference_rank_output(const Geometry& g, const Routing& routing,
-                                                       const RankWeights& w, std::span<const float> z,
-                                                       std::span<const int> tokens);
+[[nodiscard]] std::vector<float> reference_rank_output(const Geometry& g, const Routing& routing, const RankWeights& w,
+                                                       std::span<const float> z, std::span<const int> tokens);
 [[nodiscard]] std::vector<float> reference_layer_output(const Geometry& g, const Routing& routing,
-                                                        std::span<const RankWeights> ranks,
-                                                        std::span<const float> z,
+                                                        std::span<const RankWeights> ranks, std::span<const float> z,
                                                         std::span<const int> tokens);
 
 // A deterministic sample of `count` tokens out of `tokens` (all of them if count >= tokens), sorted
@@ -101,12 +98,11 @@ void reference_gather_quantize(const Routing& routing, std::span<const float> z,
                                std::span<std::uint16_t> z16, std::span<float> zs);
 // Step 2 / 5 over every CSR row, each row with its expert's matrix (w indexed by expert id):
 // x16 is n_pairs x cols, y is n_pairs x rows. Parallel over active experts.
-void reference_grouped_gemm(const Routing& routing, std::span<const Nvfp4Matrix> w,
-                            std::span<const std::uint16_t> x16, std::span<const float> xs,
-                            std::span<float> y);
+void reference_grouped_gemm(const Routing& routing, std::span<const Nvfp4Matrix> w, std::span<const std::uint16_t> x16,
+                            std::span<const float> xs, std::span<float> y);
 // Step 6 for the chosen tokens (sorted, unique) from y over every CSR row (n_pairs x hidden).
-[[nodiscard]] std::vector<float> reference_combine(const Routing& routing, std::span<const float> y,
-                                                   int hidden, std::span<const int> tokens);
+[[nodiscard]] std::vector<float> reference_combine(const Routing& routing, std::span<const float> y, int hidden,
+                                                   std::span<const int> tokens);
 // Step 7: the ranks' partial outputs (equal sizes) summed in rank order.
 [[nodiscard]] std::vector<float> reference_join(std::span<const std::vector<float>> partials);
 
@@ -154,8 +150,8 @@ struct Comparison {
   double absmax = 0;            // of the GPU output
   double ref_absmax = 0;        // of the reference
   double max_abs_err = 0;
-  double max_rel_err = 0;       // max_abs_err / reference absmax
-  double tolerance = 0;         // stated bound on |gpu - ref| / absmax(ref)
+  double max_rel_err = 0;  // max_abs_err / reference absmax
+  double tolerance = 0;    // stated bound on |gpu - ref| / absmax(ref)
   [[nodiscard]] bool passed() const { return mismatches == 0 && nan_count == 0; }
   [[nodiscard]] bool vacuous() const { return nonzero == 0; }
 };

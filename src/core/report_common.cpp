@@ -84,8 +84,9 @@ std::string typical_parts_text(const LayerGraph& g, const VariantTimeline& v, co
 std::string link_text(const LayerGraph& g, const PathLink& l) {
   switch (l.kind) {
     case PathLinkKind::run:
-      return l.held >= 0 ? fmt::format("{} ran (held the GPU while {} waited)", node_name(g, l.node), node_name(g, l.held))
-                         : fmt::format("{} ran", node_name(g, l.node));
+      return l.held >= 0
+                 ? fmt::format("{} ran (held the GPU while {} waited)", node_name(g, l.node), node_name(g, l.held))
+                 : fmt::format("{} ran", node_name(g, l.node));
     case PathLinkKind::idle: return fmt::format("{} waited, its GPU idle", node_name(g, l.node));
     case PathLinkKind::contention:
       return fmt::format("{} waited behind {}", node_name(g, l.node), occupant_name(g, Occupant{l.occupant, true, 0}));
@@ -95,9 +96,10 @@ std::string link_text(const LayerGraph& g, const PathLink& l) {
 }
 
 std::string outlier_rule_text(const VariantTimeline& v) {
-  return fmt::format("span further than max({:g} x MAD, {:.0f}% of the median) = {:.1f} µs from the median {:.1f} µs, "
-                     "or a verdict other than the variant's",
-                     kOutlierMads, kOutlierFraction * 100, v.outlier_threshold_us, v.span_us.median);
+  return fmt::format(
+      "span further than max({:g} x MAD, {:.0f}% of the median) = {:.1f} µs from the median {:.1f} µs, "
+      "or a verdict other than the variant's",
+      kOutlierMads, kOutlierFraction * 100, v.outlier_threshold_us, v.span_us.median);
 }
 
 std::string outlier_text(const VariantRun& run, const VariantTimeline& v, const OutlierReplay& o) {
@@ -117,22 +119,24 @@ std::string outlier_text(const VariantRun& run, const VariantTimeline& v, const 
 std::string steadiness_text(const VariantTimeline& v) {
   const Steadiness& st = v.steadiness;
   if (!st.known) return fmt::format("steadiness not judged (fewer than {} replays)", kSteadinessMinReplays);
-  return fmt::format("{}: median span {:.1f} µs in the first {} replays, {:.1f} µs in the last {} (allowance {:.1f} µs); "
-                     "verdict {} then {}",
-                     st.steady ? "steady" : "NOT STEADY", st.first_span_us, st.quarter, st.last_span_us, st.quarter,
-                     st.threshold_us, to_string(st.first_verdict), to_string(st.last_verdict));
+  return fmt::format(
+      "{}: median span {:.1f} µs in the first {} replays, {:.1f} µs in the last {} (allowance {:.1f} µs); "
+      "verdict {} then {}",
+      st.steady ? "steady" : "NOT STEADY", st.first_span_us, st.quarter, st.last_span_us, st.quarter, st.threshold_us,
+      to_string(st.first_verdict), to_string(st.last_verdict));
 }
 
 std::string geometry_text(const Geometry& g) {
-  return fmt::format("tokens={} experts={} top_k={} hidden={} ff={} ranks={}", g.tokens, g.experts, g.top_k,
-                     g.hidden, g.ff, g.ranks);
+  return fmt::format("tokens={} experts={} top_k={} hidden={} ff={} ranks={}", g.tokens, g.experts, g.top_k, g.hidden,
+                     g.ff, g.ranks);
 }
 
 std::string host_costs_text(const VariantRun& vr) {
   const HostCosts& c = vr.costs;
   if (c.capture_ms <= 0 && c.instantiate_ms <= 0 && c.queued_launch_us.empty()) return "";
   std::string out = "host:";
-  if (c.capture_ms > 0) out += fmt::format(" capture {:.2f} ms, instantiate {:.2f} ms,", c.capture_ms, c.instantiate_ms);
+  if (c.capture_ms > 0)
+    out += fmt::format(" capture {:.2f} ms, instantiate {:.2f} ms,", c.capture_ms, c.instantiate_ms);
   const Stats idle = summarize(vr.host_launch_us);
   const Stats queued = summarize(c.queued_launch_us);
   if (idle.count) out += fmt::format(" launch {:.1f} µs from idle", idle.median);
@@ -160,7 +164,8 @@ Table summary_table(const RunData& run, const RunAnalysis& analysis, bool waits_
     if (waits_as_lines) {
       if (v.ranks >= 2) t.line(fmt::format("    verdict: {}", verdict_basis_text(v)));
       for (std::size_t w = 0; w < std::min<std::size_t>(3, v.waits.size()); ++w)
-        t.line(fmt::format("    {} {}", w == 0 ? "top waits:" : "          ", typical_wait_text(vr.graph, v, v.waits[w])));
+        t.line(
+            fmt::format("    {} {}", w == 0 ? "top waits:" : "          ", typical_wait_text(vr.graph, v, v.waits[w])));
       t.line(fmt::format("    critical path: {}", critical_path_text(vr, v, 4)));
       const OutlierReplay* worst = worst_outlier(v);
       t.line(fmt::format("    outliers: {} of {} replays{}{}", v.outliers.size(), v.replay_count,
@@ -193,7 +198,8 @@ std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& anal
 std::string common_setup(const RunData& run) {
   if (run.variants.empty()) return "no variants";
   if (std::all_of(run.variants.begin(), run.variants.end(), [](const VariantRun& v) { return v.graph.traced(); }))
-    return fmt::format("traced program · {} graph{} launched", run.variants.size(), run.variants.size() == 1 ? "" : "s");
+    return fmt::format("traced program · {} graph{} launched", run.variants.size(),
+                       run.variants.size() == 1 ? "" : "s");
   const Scenario& s0 = run.variants.front().scenario;
   for (const auto& v : run.variants)
     if (!(v.scenario.geometry == s0.geometry) || v.scenario.replays != s0.replays) return "";

@@ -43,18 +43,17 @@ bool shares_gpu(const VariantRun& run, const VariantTimeline& v) {
 json scenario_json(const Scenario& s) { return json::parse(scenario_to_json(s)); }
 
 json geometry_json(const Geometry& g) {
-  return json{{"experts", g.experts}, {"top_k", g.top_k}, {"hidden", g.hidden},
+  return json{{"experts", g.experts}, {"top_k", g.top_k},   {"hidden", g.hidden},
               {"ff", g.ff},           {"tokens", g.tokens}, {"ranks", g.ranks}};
 }
 
-json opt_json(const std::optional<double>& x, int decimals) {
-  return x ? json(round_to(*x, decimals)) : json(nullptr);
-}
+json opt_json(const std::optional<double>& x, int decimals) { return x ? json(round_to(*x, decimals)) : json(nullptr); }
 
 json occupants_json(const LayerGraph& g, const WaitParts& p) {
   json out = json::array();
   for (const auto& o : p.occupants)
-    out.push_back(json{{"node", o.node}, {"label", occupant_name(g, o)}, {"other_replay", o.other_replay}, {"us", us3(o.us)}});
+    out.push_back(
+        json{{"node", o.node}, {"label", occupant_name(g, o)}, {"other_replay", o.other_replay}, {"us", us3(o.us)}});
   return out;
 }
 
@@ -133,7 +132,8 @@ void write_array(std::size_t count, std::size_t depth, const Sink& sink,
 }
 
 // One replay of report.json's "replays" list.
-json replay_json(const VariantRun& vr, const VariantTimeline& v, const RunAnalysis& analysis, const ReplayTimeline& rt) {
+json replay_json(const VariantRun& vr, const VariantTimeline& v, const RunAnalysis& analysis,
+                 const ReplayTimeline& rt) {
   json rank_rows = json::array();
   for (const auto& w : rt.ranks) {
     rank_rows.push_back(json{{"rank", w.rank},
@@ -161,10 +161,10 @@ json replay_json(const VariantRun& vr, const VariantTimeline& v, const RunAnalys
                         {"occupant", l.occupant},
                         {"us", us3(l.us)}});
   return json{{"replay", rt.replay},
-              {"begin_us", rt.present ? json(us3(static_cast<double>(rt.begin_ns - analysis.base_ns) / 1000.0))
-                                      : json(nullptr)},
-              {"duration_us", rt.present ? json(us3(static_cast<double>(rt.end_ns - rt.begin_ns) / 1000.0))
-                                         : json(nullptr)},
+              {"begin_us",
+               rt.present ? json(us3(static_cast<double>(rt.begin_ns - analysis.base_ns) / 1000.0)) : json(nullptr)},
+              {"duration_us",
+               rt.present ? json(us3(static_cast<double>(rt.end_ns - rt.begin_ns) / 1000.0)) : json(nullptr)},
               {"overlap", opt_json(rt.overlap, 4)},
               {"overlap_vs_root", rt_vs_root},
               {"busy_overlap", opt_json(rt.busy_overlap, 4)},
@@ -193,8 +193,8 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
   json vs_root = json::array();
   for (const auto& s : v.overlap_vs_root) vs_root.push_back(stats_json(s, 4));
   json counts = json::object();
-  for (const Verdict verdict : {Verdict::overlapped, Verdict::partial, Verdict::serialized,
-                                Verdict::single_rank, Verdict::no_data})
+  for (const Verdict verdict :
+       {Verdict::overlapped, Verdict::partial, Verdict::serialized, Verdict::single_rank, Verdict::no_data})
     counts[std::string(to_string(verdict))] = v.verdict_counts[static_cast<std::size_t>(verdict)];
   json waits = json::array();
   for (const auto& w : v.waits) {
@@ -249,23 +249,22 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
     outliers.push_back(std::move(row));
   }
   const Steadiness& st = v.steadiness;
-  const json steadiness =
-      st.known ? json{{"known", true},
-                      {"steady", st.steady},
-                      {"quarter", st.quarter},
-                      {"first_span_us", us3(st.first_span_us)},
-                      {"last_span_us", us3(st.last_span_us)},
-                      {"threshold_us", us3(st.threshold_us)},
-                      {"first_verdict", std::string(to_string(st.first_verdict))},
-                      {"last_verdict", std::string(to_string(st.last_verdict))},
-                      {"text", steadiness_text(v)}}
-               : json{{"known", false}, {"text", steadiness_text(v)}};
+  const json steadiness = st.known ? json{{"known", true},
+                                          {"steady", st.steady},
+                                          {"quarter", st.quarter},
+                                          {"first_span_us", us3(st.first_span_us)},
+                                          {"last_span_us", us3(st.last_span_us)},
+                                          {"threshold_us", us3(st.threshold_us)},
+                                          {"first_verdict", std::string(to_string(st.first_verdict))},
+                                          {"last_verdict", std::string(to_string(st.last_verdict))},
+                                          {"text", steadiness_text(v)}}
+                                   : json{{"known", false}, {"text", steadiness_text(v)}};
   json check = nullptr;
   if (vr.output_check) {
     const Comparison& c = *vr.output_check;
-    check = json{{"passed", c.passed()},        {"vacuous", c.vacuous()},         {"compared", c.compared},
-                 {"mismatches", c.mismatches},  {"nonzero", c.nonzero},           {"nan_count", c.nan_count},
-                 {"absmax", c.absmax},          {"max_abs_err", c.max_abs_err},   {"max_rel_err", c.max_rel_err},
+    check = json{{"passed", c.passed()},       {"vacuous", c.vacuous()},       {"compared", c.compared},
+                 {"mismatches", c.mismatches}, {"nonzero", c.nonzero},         {"nan_count", c.nan_count},
+                 {"absmax", c.absmax},         {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
                  {"tolerance", c.tolerance}};
   }
   json notes = json::array();
@@ -303,24 +302,21 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                   {"speedup_label", cp.speedup_node >= 0 ? json(node_name(vr.graph, cp.speedup_node)) : json(nullptr)},
                   {"speedup_us", us3(cp.speedup_us)},
                   {"nodes", path_nodes}}},
-            {"outlier_rule",
-             json{{"mads", kOutlierMads},
-                  {"fraction_of_median", kOutlierFraction},
-                  {"span_mad_us", us3(v.span_mad_us)},
-                  {"threshold_us", us3(v.outlier_threshold_us)},
-                  {"text", outlier_rule_text(v)}}},
+            {"outlier_rule", json{{"mads", kOutlierMads},
+                                  {"fraction_of_median", kOutlierFraction},
+                                  {"span_mad_us", us3(v.span_mad_us)},
+                                  {"threshold_us", us3(v.outlier_threshold_us)},
+                                  {"text", outlier_rule_text(v)}}},
             {"outliers", outliers},
             {"steadiness", steadiness},
             {"ranks", ranks},
             {"host_launch_us", stats_json(v.host_launch_us, 3)},
-            {"host_costs",
-             json{{"capture_ms", round_to(vr.costs.capture_ms, 3)},
-                  {"instantiate_ms", round_to(vr.costs.instantiate_ms, 3)},
-                  {"queued_launch_us", stats_json(summarize(vr.costs.queued_launch_us), 3)}}},
-            {"tracing",
-             json{{"replay_us_untraced", us3(vr.replay_us_untraced)},
-                  {"replay_us_traced", us3(vr.replay_us_traced)},
-                  {"cost", opt_json(v.tracing_cost, 4)}}},
+            {"host_costs", json{{"capture_ms", round_to(vr.costs.capture_ms, 3)},
+                                {"instantiate_ms", round_to(vr.costs.instantiate_ms, 3)},
+                                {"queued_launch_us", stats_json(summarize(vr.costs.queued_launch_us), 3)}}},
+            {"tracing", json{{"replay_us_untraced", us3(vr.replay_us_untraced)},
+                             {"replay_us_traced", us3(vr.replay_us_traced)},
+                             {"cost", opt_json(v.tracing_cost, 4)}}},
             {"node_waits", waits},
             {"output_check", check}}},
       {"replays", nullptr},  // streamed by write_report_json: one replay at a time
@@ -344,28 +340,27 @@ void write_report_json(const RunData& run, const RunAnalysis& analysis,
     variants.push_back(variant_json(run, analysis, i, folders[i]));
   json banners = json::array();
   for (const auto& line : run_banners(run, analysis)) banners.push_back(line);
-  const json doc{
-      {"schema_version", kReportSchemaVersion},
-      {"kind", "tpgraph-report"},
-      {"tool_version", run.env.tool_version},
-      {"git_revision", run.env.git_revision},
-      {"records_schema_version", run.schema_version},
-      {"hostname", run.env.hostname},
-      {"started_at", run.env.started_at},
-      {"versions",
-       json{{"driver", run.env.driver_version}, {"runtime", run.env.runtime_version}, {"cupti", run.env.cupti_version}}},
-      {"devices", devices},
-      {"thresholds",
-       json{{"overlapped_at_least", kOverlappedAtLeast},
-            {"serialized_at_most", kSerializedAtMost},
-            {"event_span_tolerance", kEventSpanTolerance},
-            {"outlier_mads", kOutlierMads},
-            {"outlier_fraction_of_median", kOutlierFraction},
-            {"text", verdict_thresholds_text()}}},
-      {"collection_clean", analysis.collection_clean()},
-      {"banners", banners},
-      {"time_base_ns", analysis.base_ns},
-      {"variants", json::array()}};  // streamed below
+  const json doc{{"schema_version", kReportSchemaVersion},
+                 {"kind", "tpgraph-report"},
+                 {"tool_version", run.env.tool_version},
+                 {"git_revision", run.env.git_revision},
+                 {"records_schema_version", run.schema_version},
+                 {"hostname", run.env.hostname},
+                 {"started_at", run.env.started_at},
+                 {"versions", json{{"driver", run.env.driver_version},
+                                   {"runtime", run.env.runtime_version},
+                                   {"cupti", run.env.cupti_version}}},
+                 {"devices", devices},
+                 {"thresholds", json{{"overlapped_at_least", kOverlappedAtLeast},
+                                     {"serialized_at_most", kSerializedAtMost},
+                                     {"event_span_tolerance", kEventSpanTolerance},
+                                     {"outlier_mads", kOutlierMads},
+                                     {"outlier_fraction_of_median", kOutlierFraction},
+                                     {"text", verdict_thresholds_text()}}},
+                 {"collection_clean", analysis.collection_clean()},
+                 {"banners", banners},
+                 {"time_base_ns", analysis.base_ns},
+                 {"variants", json::array()}};  // streamed below
   // As doc.dump(1) prints it, with each variant's replays made and written one at a time: a trace
   // of half a million replays would otherwise hold every one as a JSON value, then as text.
   write_object(doc, 0, sink, [&](const std::string& key, std::size_t depth) {

@@ -34,11 +34,12 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   fmt::format_to(it, "{}.\n\n", verdict_thresholds_text());
 
   fmt::format_to(it, "## Variants side by side\n\n");
-  fmt::format_to(it,
-                 "Medians over replays. Overlap: window overlap, median (min) over replays; busy: the busy "
-                 "overlap (kernels and copies of both ranks running at the same time). cupti/event: CUPTI span over the "
-                 "event-node span (`!` beyond {:.0f}%). Launch: host time of one launch call.\n\n",
-                 kEventSpanTolerance * 100);
+  fmt::format_to(
+      it,
+      "Medians over replays. Overlap: window overlap, median (min) over replays; busy: the busy "
+      "overlap (kernels and copies of both ranks running at the same time). cupti/event: CUPTI span over the "
+      "event-node span (`!` beyond {:.0f}%). Launch: host time of one launch call.\n\n",
+      kEventSpanTolerance * 100);
   out += summary_table(run, analysis, false).markdown();
   out += "\n";
 
@@ -58,13 +59,13 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
         if (note.starts_with("traced ")) fmt::format_to(it, "- {}\n", note);
       fmt::format_to(it, "\n");
     } else
-    fmt::format_to(it,
-                   "- {}\n- peer copy {}, copy rows {}, join {}, layers {}, root busy {}, alloc {}, issue {}, "
-                   "layout {}, weights {}\n- {} replays analysed ({} warm-up dropped); outputs in `{}/`\n\n",
-                   geometry_text(s.geometry), to_string(s.peer_copy),
-                   s.copy_rows ? fmt::format("{}", *s.copy_rows) : "all", to_string(s.join), s.layers, s.root_busy,
-                   to_string(s.alloc), to_string(s.issue), to_string(s.layout), to_string(s.weights), v.replay_count,
-                   s.warmup, folders[i]);
+      fmt::format_to(it,
+                     "- {}\n- peer copy {}, copy rows {}, join {}, layers {}, root busy {}, alloc {}, issue {}, "
+                     "layout {}, weights {}\n- {} replays analysed ({} warm-up dropped); outputs in `{}/`\n\n",
+                     geometry_text(s.geometry), to_string(s.peer_copy),
+                     s.copy_rows ? fmt::format("{}", *s.copy_rows) : "all", to_string(s.join), s.layers, s.root_busy,
+                     to_string(s.alloc), to_string(s.issue), to_string(s.layout), to_string(s.weights), v.replay_count,
+                     s.warmup, folders[i]);
 
     fmt::format_to(it, "### Ranks (µs: min / median / p90)\n\n");
     Table ranks({"rank", "GPU", "start offset", "span", "event span", "cupti/event", "event - cupti"}, "llrrrrr");
@@ -75,12 +76,11 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
     for (const auto& rs : v.rank_summaries) {
       ranks.row({fmt::format("r{}", rs.rank), device_label(run.env, rs.device), triple(rs.offset_us, 1),
                  triple(rs.span_us, 1), triple(rs.event_span_us, 1),
-                 rs.cupti_over_event.count
-                     ? fmt::format("{:.4f}{}", rs.cupti_over_event.median,
-                                   rs.event_mismatch
-                                       ? fmt::format(" (off by more than {:.0f}%)", kEventSpanTolerance * 100)
-                                       : "")
-                     : "-",
+                 rs.cupti_over_event.count ? fmt::format("{:.4f}{}", rs.cupti_over_event.median,
+                                                         rs.event_mismatch ? fmt::format(" (off by more than {:.0f}%)",
+                                                                                         kEventSpanTolerance * 100)
+                                                                           : "")
+                                           : "-",
                  triple(rs.event_minus_cupti_us, 1)});
     }
     out += ranks.markdown();
@@ -159,8 +159,8 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
         nodes.row({node_name(vr.graph, p.node), fmt::format("{}/{}", p.replays_on_path, v.span_us.count),
                    fmt::format("{:.1f}", p.run_us.median), fmt::format("{:.1f}", p.wait_us.median),
                    fmt::format("{:.1f}%", v.span_us.median > 0
-                                               ? 100.0 * (p.run_us.median + p.wait_us.median) / v.span_us.median
-                                               : 0.0)});
+                                              ? 100.0 * (p.run_us.median + p.wait_us.median) / v.span_us.median
+                                              : 0.0)});
       }
       out += nodes.markdown();
       if (cp.speedup_node >= 0)
@@ -168,8 +168,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
                        "\nSpeed up **{}** first: it ran {:.1f} µs on the critical path (median), the most of any "
                        "node; cutting it shortens the span by up to that while it stays on the path.\n\n",
                        node_name(vr.graph, cp.speedup_node), cp.speedup_us);
-      else
-        out += "\n";
+      else out += "\n";
     } else {
       fmt::format_to(it, "No replay has records.\n\n");
     }
@@ -191,23 +190,23 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
 
     fmt::format_to(it, "### Costs and checks\n\n");
     if (v.host_launch_us.count)
-      fmt::format_to(it, "- host launch call: median {:.1f} µs, p90 {:.1f} µs, max {:.1f} µs\n", v.host_launch_us.median,
-                     v.host_launch_us.p90, v.host_launch_us.max);
-    else
-      fmt::format_to(it, "- host launch call: not measured\n");
+      fmt::format_to(it, "- host launch call: median {:.1f} µs, p90 {:.1f} µs, max {:.1f} µs\n",
+                     v.host_launch_us.median, v.host_launch_us.p90, v.host_launch_us.max);
+    else fmt::format_to(it, "- host launch call: not measured\n");
     if (const std::string costs = host_costs_text(vr); !costs.empty()) fmt::format_to(it, "- {}\n", costs);
     if (v.tracing_cost)
       fmt::format_to(it, "- CUPTI tracing: {:.1f} µs per replay traced vs {:.1f} µs untraced ({:.3f}x)\n",
                      vr.replay_us_traced, vr.replay_us_untraced, *v.tracing_cost);
-    else
-      fmt::format_to(it, "- CUPTI tracing cost: not measured\n");
+    else fmt::format_to(it, "- CUPTI tracing cost: not measured\n");
     fmt::format_to(it, "- collection: {} ({} records)\n",
                    v.health.clean() ? "clean" : "NOT CLEAN: " + v.health.problems(), v.health.records);
     if (vr.output_check) {
       const Comparison& c = *vr.output_check;
-      fmt::format_to(it, "- output vs CPU reference: {} ({} values, {} mismatches, {} NaN, max rel err {:.3g}, tolerance {:.3g}){}\n",
-                     c.passed() ? "passed" : "FAILED", c.compared, c.mismatches, c.nan_count, c.max_rel_err,
-                     c.tolerance, c.vacuous() ? " — VACUOUS: the output is all zeros" : "");
+      fmt::format_to(
+          it,
+          "- output vs CPU reference: {} ({} values, {} mismatches, {} NaN, max rel err {:.3g}, tolerance {:.3g}){}\n",
+          c.passed() ? "passed" : "FAILED", c.compared, c.mismatches, c.nan_count, c.max_rel_err, c.tolerance,
+          c.vacuous() ? " — VACUOUS: the output is all zeros" : "");
     } else {
       fmt::format_to(it, "- output vs CPU reference: not checked\n");
     }

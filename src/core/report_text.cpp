@@ -38,8 +38,7 @@ std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis
   int replays = 0;
   for (const auto& v : analysis.variants) replays = std::max(replays, v.replay_count);
   if (replay < 0 || replay >= replays)
-    throw InputError(fmt::format("--replay {}: not a replay of this run (it has replays 0..{})", replay,
-                                 replays - 1));
+    throw InputError(fmt::format("--replay {}: not a replay of this run (it has replays 0..{})", replay, replays - 1));
   std::string out;
   auto it = std::back_inserter(out);
   for (std::size_t i = 0; i < analysis.variants.size(); ++i) {
@@ -51,17 +50,20 @@ std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis
       continue;
     }
     if (!v.has_detail(replay) && !g.nodes.empty())
-      throw std::logic_error(fmt::format("replay {} was analysed without its detail (AnalysisOptions::replay)", replay));
+      throw std::logic_error(
+          fmt::format("replay {} was analysed without its detail (AnalysisOptions::replay)", replay));
     const ReplayTimeline& rt = v.replays[static_cast<std::size_t>(replay)];
     fmt::format_to(it, " · span {:.1f} µs (median {:.1f})", rt.span_us, v.span_us.median);
-    const auto outlier = std::find_if(v.outliers.begin(), v.outliers.end(),
-                                      [&](const OutlierReplay& o) { return o.replay == replay; });
+    const auto outlier =
+        std::find_if(v.outliers.begin(), v.outliers.end(), [&](const OutlierReplay& o) { return o.replay == replay; });
     fmt::format_to(it, "{}\n", outlier != v.outliers.end() ? " · OUTLIER" : "");
     if (v.ranks >= 2) {
-      const auto fraction = [](const std::optional<double>& x) { return x ? fmt::format("{:.4f}", *x) : std::string("-"); };
+      const auto fraction = [](const std::optional<double>& x) {
+        return x ? fmt::format("{:.4f}", *x) : std::string("-");
+      };
       fmt::format_to(it, "verdict {} on {} overlap {} (window {}, busy {}; variant: {})\n", to_string(rt.verdict),
-                     to_string(v.basis), fraction(rt.verdict_overlap), fraction(rt.overlap),
-                     fraction(rt.busy_overlap), to_string(v.verdict));
+                     to_string(v.basis), fraction(rt.verdict_overlap), fraction(rt.overlap), fraction(rt.busy_overlap),
+                     to_string(v.verdict));
     }
     for (const auto& w : rt.ranks) {
       if (!w.present) {

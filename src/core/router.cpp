@@ -165,8 +165,8 @@ RoutingStats routing_stats(const ExpertCounts& c) {
   s.min_rows = static_cast<int>(rows.front());
   s.max_rows = static_cast<int>(rows.back());
   const std::size_t m = rows.size();
-  s.median_rows = (m % 2 == 1) ? static_cast<double>(rows[m / 2])
-                               : 0.5 * static_cast<double>(rows[m / 2 - 1] + rows[m / 2]);
+  s.median_rows =
+      (m % 2 == 1) ? static_cast<double>(rows[m / 2]) : 0.5 * static_cast<double>(rows[m / 2 - 1] + rows[m / 2]);
   return s;
 }
 

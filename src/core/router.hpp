@@ -37,7 +37,7 @@ struct Routing {
 struct RoutingStats {
   std::int64_t n_pairs = 0;
   int n_active = 0;
-  int min_rows = 0;     // over active experts
+  int min_rows = 0;  // over active experts
   double median_rows = 0;
   int max_rows = 0;
 };

@@ -23,23 +23,22 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array kNodeKinds = {NodeKind::busy,   NodeKind::quantize, NodeKind::gemm,
-                                   NodeKind::swiglu, NodeKind::combine,  NodeKind::reduce,
-                                   NodeKind::copy,   NodeKind::alloc,    NodeKind::free_mem,
-                                   NodeKind::event,  NodeKind::kernel,   NodeKind::memset,
+constexpr std::array kNodeKinds = {NodeKind::busy,     NodeKind::quantize, NodeKind::gemm,   NodeKind::swiglu,
+                                   NodeKind::combine,  NodeKind::reduce,   NodeKind::copy,   NodeKind::alloc,
+                                   NodeKind::free_mem, NodeKind::event,    NodeKind::kernel, NodeKind::memset,
                                    NodeKind::other};
 constexpr std::array kRoles = {Role::busy,      Role::quantize_z, Role::gate,     Role::up,
                                Role::swiglu,    Role::quantize_a, Role::down,     Role::combine,
                                Role::peer_copy, Role::join_copy,  Role::reduce,   Role::alloc,
                                Role::free_mem,  Role::span_begin, Role::span_end, Role::traced};
-constexpr std::array kActivityKinds = {ActivityKind::kernel, ActivityKind::memcpy,
-                                       ActivityKind::memcpy_peer, ActivityKind::memset};
+constexpr std::array kActivityKinds = {ActivityKind::kernel, ActivityKind::memcpy, ActivityKind::memcpy_peer,
+                                       ActivityKind::memset};
 
 // Records dominate the file (kernels x replays x variants), so they are stored as rows under one
 // list of column names, and kernel names once in a table.
-constexpr std::array<std::string_view, 12> kRecordColumns = {
-    "replay", "node",  "kind",       "start_ns", "end_ns", "device",
-    "stream", "correlation", "graph", "graph_node", "bytes", "name"};
+constexpr std::array<std::string_view, 12> kRecordColumns = {"replay", "node",       "kind",   "start_ns",
+                                                             "end_ns", "device",     "stream", "correlation",
+                                                             "graph",  "graph_node", "bytes",  "name"};
 
 // A records file holds about one record per kernel node per replay; the analysis keeps a slot
 // (~50 bytes) per (replay, node). More slots than a few per record and per node the file holds
@@ -96,9 +95,7 @@ class Reader {
     return Reader(*it, this, key, 0);
   }
   [[nodiscard]] Reader at(std::size_t i) const { return Reader(value_[i], this, {}, i); }
-  [[nodiscard]] bool has(std::string_view key) const {
-    return value_.is_object() && value_.contains(key);
-  }
+  [[nodiscard]] bool has(std::string_view key) const { return value_.is_object() && value_.contains(key); }
   [[nodiscard]] std::size_t size_of_array() const {
     if (!value_.is_array()) fail("expected an array");
     return value_.size();
@@ -113,8 +110,7 @@ class Reader {
     if (v < lo || v > hi) fail(fmt::format("{} is out of range [{}, {}]", v, lo, hi));
     return v;
   }
-  [[nodiscard]] int int32(int lo = std::numeric_limits<int>::min(),
-                          int hi = std::numeric_limits<int>::max()) const {
+  [[nodiscard]] int int32(int lo = std::numeric_limits<int>::min(), int hi = std::numeric_limits<int>::max()) const {
     return static_cast<int>(integer(lo, hi));
   }
   [[nodiscard]] std::uint64_t unsigned64() const {
@@ -172,8 +168,8 @@ class Reader {
   const Reader* parent_ = nullptr;
   std::string_view key_;  // a field name (a literal of this file); empty: an array element
   std::size_t index_ = 0;
-  std::string origin_;    // the root's
-  std::string path_;      // the root's
+  std::string origin_;  // the root's
+  std::string path_;    // the root's
 };
 
 json device_to_json(const DeviceInfo& d) {
@@ -197,10 +193,14 @@ DeviceInfo device_from_json(const Reader& r) {
 json environment_to_json(const RunEnvironment& e) {
   json devices = json::array();
   for (const auto& d : e.devices) devices.push_back(device_to_json(d));
-  return json{{"tool_version", e.tool_version},     {"git_revision", e.git_revision},
-              {"driver_version", e.driver_version}, {"runtime_version", e.runtime_version},
-              {"cupti_version", e.cupti_version},   {"devices", devices},
-              {"hostname", e.hostname},             {"started_at", e.started_at}};
+  return json{{"tool_version", e.tool_version},
+              {"git_revision", e.git_revision},
+              {"driver_version", e.driver_version},
+              {"runtime_version", e.runtime_version},
+              {"cupti_version", e.cupti_version},
+              {"devices", devices},
+              {"hostname", e.hostname},
+              {"started_at", e.started_at}};
 }
 
 RunEnvironment environment_from_json(const Reader& r) {
@@ -211,8 +211,7 @@ RunEnvironment environment_from_json(const Reader& r) {
   e.runtime_version = r.at("runtime_version").int32(0);
   e.cupti_version = r.at("cupti_version").int32(0);
   const Reader devices = r.at("devices");
-  for (std::size_t i = 0; i < devices.size_of_array(); ++i)
-    e.devices.push_back(device_from_json(devices.at(i)));
+  for (std::size_t i = 0; i < devices.size_of_array(); ++i) e.devices.push_back(device_from_json(devices.at(i)));
   e.hostname = r.at("hostname").string();
   e.started_at = r.at("started_at").string();
   return e;
@@ -222,23 +221,22 @@ json graph_to_json(const LayerGraph& g) {
   json nodes = json::array();
   for (const auto& n : g.nodes) {
     json node = json{{"id", n.id},
-                         {"layer", n.layer},
-                         {"rank", n.rank},
-                         {"device", n.device},
-                         {"stream", n.stream},
-                         {"kind", std::string(to_string(n.kind))},
-                         {"role", std::string(to_string(n.role))},
-                         {"peer", n.peer},
-                         {"label", n.label},
-                         {"bytes", n.bytes},
-                         {"flops", n.flops}};
+                     {"layer", n.layer},
+                     {"rank", n.rank},
+                     {"device", n.device},
+                     {"stream", n.stream},
+                     {"kind", std::string(to_string(n.kind))},
+                     {"role", std::string(to_string(n.role))},
+                     {"peer", n.peer},
+                     {"label", n.label},
+                     {"bytes", n.bytes},
+                     {"flops", n.flops}};
     if (!n.name.empty()) node["name"] = n.name;  // traced graphs only
     nodes.push_back(std::move(node));
   }
   json edges = json::array();
   for (const auto& e : g.edges) edges.push_back(json::array({e.from, e.to}));
-  return json{{"ranks", g.ranks}, {"layers", g.layers}, {"nodes", nodes}, {"edges", edges},
-              {"end_joins", g.end_joins}};
+  return json{{"ranks", g.ranks}, {"layers", g.layers}, {"nodes", nodes}, {"edges", edges}, {"end_joins", g.end_joins}};
 }
 
 // Every index the analysis and the writers use is checked here: ranks and layers within the
@@ -295,9 +293,8 @@ json records_to_json(const std::vector<ActivityRecord>& records) {
       if (added) names.push_back(a.name.str());
       name = it->second;
     }
-    rows.push_back(json::array({a.replay, a.node, std::string(to_string(a.kind)), a.start_ns, a.end_ns,
-                                a.device, a.stream_id, a.correlation_id, a.graph_id, a.graph_node_id,
-                                a.bytes, name}));
+    rows.push_back(json::array({a.replay, a.node, std::string(to_string(a.kind)), a.start_ns, a.end_ns, a.device,
+                                a.stream_id, a.correlation_id, a.graph_id, a.graph_node_id, a.bytes, name}));
   }
   json columns = json::array();
   for (const auto c : kRecordColumns) columns.push_back(std::string(c));
@@ -324,9 +321,7 @@ class RowStream {
       case json::parse_event_t::array_start:
         stack_.push_back(Frame{event == json::parse_event_t::array_start, {}, 0});
         return true;
-      case json::parse_event_t::key:
-        stack_.back().key = parsed.get<std::string>();
-        return true;
+      case json::parse_event_t::key: stack_.back().key = parsed.get<std::string>(); return true;
       case json::parse_event_t::object_end:
       case json::parse_event_t::array_end: {
         stack_.pop_back();
@@ -374,8 +369,8 @@ class RowStream {
     return fmt::format("variants[{}].records.rows[{}]", stack_[1].index, stack_[4].index);
   }
   [[noreturn]] void fail_not_a_row() const {
-    throw InputError(fmt::format("{}: {}: expected [{} values], one per column", origin_, row_path(),
-                                 kRecordColumns.size()));
+    throw InputError(
+        fmt::format("{}: {}: expected [{} values], one per column", origin_, row_path(), kRecordColumns.size()));
   }
 
   void take_row(const json& value) {
@@ -432,7 +427,8 @@ std::vector<ActivityRecord> records_from_json(const Reader& r, int node_count, s
   for (std::size_t i = 0; i < rows.size(); ++i) {
     StreamedRecord& s = rows[i];
     if (s.record.node >= node_count)
-      rows_r.fail_at(fmt::format("[{}][1]", i), fmt::format("{} is out of range [-1, {}]", s.record.node, node_count - 1));
+      rows_r.fail_at(fmt::format("[{}][1]", i),
+                     fmt::format("{} is out of range [-1, {}]", s.record.node, node_count - 1));
     if (s.name >= static_cast<int>(names.size()))
       rows_r.fail_at(fmt::format("[{}][11]", i),
                      fmt::format("{} is out of range [-1, {}]", s.name, static_cast<int>(names.size()) - 1));
@@ -455,8 +451,8 @@ CollectionHealth health_from_json(const Reader& r) {
 }
 
 json comparison_to_json(const Comparison& c) {
-  return json{{"compared", c.compared},   {"mismatches", c.mismatches}, {"nonzero", c.nonzero},
-              {"nan_count", c.nan_count}, {"absmax", c.absmax},         {"max_abs_err", c.max_abs_err},
+  return json{{"compared", c.compared},       {"mismatches", c.mismatches}, {"nonzero", c.nonzero},
+              {"nan_count", c.nan_count},     {"absmax", c.absmax},         {"max_abs_err", c.max_abs_err},
               {"max_rel_err", c.max_rel_err}, {"tolerance", c.tolerance}};
 }
 
@@ -517,10 +513,10 @@ VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t ind
   // The analysis holds a slot per (replay, node): bound them by what the file holds.
   const std::uint64_t slots = static_cast<std::uint64_t>(v.scenario.replays) * v.graph.nodes.size();
   if (slots > kSlotsPerRecord * v.records.size() + kSlotsPerNode * v.graph.nodes.size() + kSlotFloor)
-    scenario.fail(fmt::format(
-        "replays = {} for {} graph nodes, but the file holds only {} records (a run records about one per "
-        "kernel or copy node per replay); accepted: a replay count the records can fill",
-        v.scenario.replays, v.graph.nodes.size(), v.records.size()));
+    scenario.fail(
+        fmt::format("replays = {} for {} graph nodes, but the file holds only {} records (a run records about one per "
+                    "kernel or copy node per replay); accepted: a replay count the records can fill",
+                    v.scenario.replays, v.graph.nodes.size(), v.records.size()));
   const Reader spans = r.at("event_spans");
   for (std::size_t i = 0; i < spans.size_of_array(); ++i) {
     const Reader s = spans.at(i);
@@ -530,14 +526,13 @@ VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t ind
     const Reader span = s.at(2);
     const double span_ms = span.number(0, 1e7);
     if (span_ms != 0 && span_ms < 1e-9) span.fail(fmt::format("{} is out of range: 0, or 1e-09 to 1e+07 ms", span_ms));
-    v.event_spans.push_back(EventSpan{s.at(0).int32(0, v.scenario.replays - 1), s.at(1).int32(0, v.graph.ranks - 1),
-                                      span_ms});
+    v.event_spans.push_back(
+        EventSpan{s.at(0).int32(0, v.scenario.replays - 1), s.at(1).int32(0, v.graph.ranks - 1), span_ms});
   }
   const Reader launches = r.at("host_launch_us");
   if (launches.size_of_array() > static_cast<std::size_t>(v.scenario.replays))
     launches.fail(fmt::format("{} launch times for {} replays", launches.size_of_array(), v.scenario.replays));
-  for (std::size_t i = 0; i < launches.size_of_array(); ++i)
-    v.host_launch_us.push_back(launches.at(i).number(0, 1e12));
+  for (std::size_t i = 0; i < launches.size_of_array(); ++i) v.host_launch_us.push_back(launches.at(i).number(0, 1e12));
   // Their ratio is the tracing cost: 0 (not measured) or a time a ratio of two stays finite with.
   const auto replay_time = [](const Reader& t) {
     const double us = t.number(0, 1e12);
@@ -587,9 +582,11 @@ void check_stray_records(const RunData& run, const Reader& variants) {
       const bool before = a.start_ns < lo && lo - a.start_ns > kStrayRecordNs;
       const bool after = a.start_ns > hi && a.start_ns - hi > kStrayRecordNs;
       if (before || after)
-        variants.at(i).at("records").at("rows").fail_at(fmt::format("[{}]", k), fmt::format(
-            "starts at {} ns, more than an hour {} the replays' records ({} to {} ns): not a record of this run",
-            a.start_ns, before ? "before" : "after", lo, hi));
+        variants.at(i).at("records").at("rows").fail_at(
+            fmt::format("[{}]", k),
+            fmt::format(
+                "starts at {} ns, more than an hour {} the replays' records ({} to {} ns): not a record of this run",
+                a.start_ns, before ? "before" : "after", lo, hi));
     }
   }
 }
@@ -631,14 +628,13 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   try {
     doc = json::parse(json_text.begin(), json_text.end(), std::ref(stream));
   } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON (byte {}): a corrupt or truncated records file",
-                                 origin, e.byte));
+    throw InputError(fmt::format("{}: not valid JSON (byte {}): a corrupt or truncated records file", origin, e.byte));
   } catch (const json::exception& e) {
     // A number beyond a double (1e400) is out_of_range, not a parse error.
     const std::string what = e.what();
     const auto bracket = what.find("] ");
-    throw InputError(fmt::format("{}: not valid JSON: {}", origin,
-                                 bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    throw InputError(
+        fmt::format("{}: not valid JSON: {}", origin, bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   const Reader top(doc, std::string(origin), "");
   if (!doc.is_object()) top.fail("expected a JSON object (a tpgraph records.json)");
@@ -648,8 +644,8 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   run.schema_version = top.at("schema_version").int32();
   if (run.schema_version != kRunSchemaVersion)
     top.at("schema_version")
-        .fail(fmt::format("schema version {} is not supported (this tpgraph reads version {})",
-                          run.schema_version, kRunSchemaVersion));
+        .fail(fmt::format("schema version {} is not supported (this tpgraph reads version {})", run.schema_version,
+                          kRunSchemaVersion));
   run.env = environment_from_json(top.at("environment"));
   const Reader variants = top.at("variants");
   for (std::size_t i = 0; i < variants.size_of_array(); ++i)

@@ -23,18 +23,18 @@ inline constexpr int kRunSchemaVersion = 1;
 
 struct DeviceInfo {
   int ordinal = 0;
-  std::string name;           // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   int sm_count = 0;
   std::int64_t memory_bytes = 0;
-  std::string pci_bus_id;     // "0000:19:00.0"
+  std::string pci_bus_id;  // "0000:19:00.0"
 };
 
 struct RunEnvironment {
   std::string tool_version{build_version()};
   std::string git_revision{build_git_revision()};
-  int driver_version = 0;   // cudaDriverGetVersion: 13000 for 13.0
-  int runtime_version = 0;  // cudaRuntimeGetVersion
-  int cupti_version = 0;    // cuptiGetVersion: 130001
+  int driver_version = 0;           // cudaDriverGetVersion: 13000 for 13.0
+  int runtime_version = 0;          // cudaRuntimeGetVersion
+  int cupti_version = 0;            // cuptiGetVersion: 130001
   std::vector<DeviceInfo> devices;  // the visible GPUs
   std::string hostname;
   std::string started_at;  // ISO 8601 UTC, "2026-12-02T10:15:00Z"
@@ -55,12 +55,12 @@ struct VariantRun {
   std::vector<EventSpan> event_spans;
   std::vector<double> host_launch_us;  // per replay: host time of the launch call (µs), GPU idle
   HostCosts costs;                     // capture, instantiate, queued launches
-  double replay_us_untraced = 0;  // median wall per replay with CUPTI kernel tracing off; 0: not measured
-  double replay_us_traced = 0;    // ... and on; 0: not measured
+  double replay_us_untraced = 0;       // median wall per replay with CUPTI kernel tracing off; 0: not measured
+  double replay_us_traced = 0;         // ... and on; 0: not measured
   CollectionHealth health;
-  std::string cuda_graph_dot;  // the driver's verbose DOT dump; empty when not taken (eager issue)
+  std::string cuda_graph_dot;              // the driver's verbose DOT dump; empty when not taken (eager issue)
   std::optional<Comparison> output_check;  // layer output against the CPU reference
-  std::vector<std::string> notes;  // anything the capture wants every output to repeat
+  std::vector<std::string> notes;          // anything the capture wants every output to repeat
 };
 
 struct RunData {

@@ -15,8 +15,8 @@
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
-#include "core/error.hpp"
 #include "core/dot.hpp"
+#include "core/error.hpp"
 #include "core/report.hpp"
 #include "core/svg.hpp"
 #include "core/trace.hpp"
@@ -38,8 +38,8 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     // A variant folder named like a top-level file would take its place (the readers refuse such
     // names; a RunData built in code is checked here).
     if (std::find(kRunFolderFiles.begin(), kRunFolderFiles.end(), folder) != kRunFolderFiles.end())
-      throw InputError(fmt::format("variant '{}': its folder would be named like the run's {}; rename the variant",
-                                   folder, folder));
+      throw InputError(
+          fmt::format("variant '{}': its folder would be named like the run's {}; rename the variant", folder, folder));
   }
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const VariantRun& v = run.variants[i];
@@ -50,8 +50,7 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     if (!v.cuda_graph_dot.empty()) write(sub / "cuda-graph.dot", v.cuda_graph_dot);
   }
   write(dir / "report.md", render_report_markdown(run, analysis));
-  write_file_atomically(dir / "report.json",
-                        [&](const WriteSink& sink) { write_report_json(run, analysis, sink); });
+  write_file_atomically(dir / "report.json", [&](const WriteSink& sink) { write_report_json(run, analysis, sink); });
   files.push_back(dir / "report.json");
   return files;
 }
@@ -61,16 +60,14 @@ namespace {
 // An exclusive advisory lock on a folder, held while its owner lives.
 class FolderLock {
  public:
-  explicit FolderLock(const std::filesystem::path& dir)
-      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    if (fd_ < 0)
-      throw InputError(fmt::format("{}: cannot open the folder: {}", dir.string(), std::strerror(errno)));
+  explicit FolderLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0) throw InputError(fmt::format("{}: cannot open the folder: {}", dir.string(), std::strerror(errno)));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       ::close(fd_);
       if (err == EWOULDBLOCK)
-        throw InputError(fmt::format("{}: another tpgraph is writing this folder; wait for it to finish",
-                                     dir.string()));
+        throw InputError(
+            fmt::format("{}: another tpgraph is writing this folder; wait for it to finish", dir.string()));
       throw InputError(fmt::format("{}: cannot lock the folder: {}", dir.string(), std::strerror(err)));
     }
   }
@@ -145,9 +142,10 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
     const bool same = same_bytes(dir / "records.json", ours);
     if (records_file.empty()) remove_staging();
     if (!same)
-      throw InputError(fmt::format("{}: the folder is not empty (it holds {}); accepted: a new or empty folder, "
-                                   "or the run's own folder (analyze RUN without --out)",
-                                   dir.string(), some_entries(dir)));
+      throw InputError(
+          fmt::format("{}: the folder is not empty (it holds {}); accepted: a new or empty folder, "
+                      "or the run's own folder (analyze RUN without --out)",
+                      dir.string(), some_entries(dir)));
     write_records = false;
   }
 
@@ -176,9 +174,10 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
     std::filesystem::rename(from, to, ec);
     if (ec) {
       remove_staging();
-      throw std::runtime_error(fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
-                                           "moved; the folder mixes old and new outputs: analyze it again)",
-                                           to.string(), ec.message(), files.size(), staged.size()));
+      throw std::runtime_error(
+          fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
+                      "moved; the folder mixes old and new outputs: analyze it again)",
+                      to.string(), ec.message(), files.size(), staged.size()));
     }
     files.push_back(to);
   }
@@ -190,12 +189,13 @@ std::filesystem::path resolve_records_path(const std::filesystem::path& run) {
   std::error_code ec;
   const auto status = std::filesystem::status(run, ec);
   if (ec || !std::filesystem::exists(status))
-    throw InputError(fmt::format("{}: no such file or folder (expected a run folder or its records.json)", run.string()));
+    throw InputError(
+        fmt::format("{}: no such file or folder (expected a run folder or its records.json)", run.string()));
   if (std::filesystem::is_directory(status)) {
     const auto file = run / "records.json";
     if (!std::filesystem::is_regular_file(file, ec))
-      throw InputError(fmt::format("{}: no records.json in this folder (expected a folder written by 'tpgraph run')",
-                                   run.string()));
+      throw InputError(
+          fmt::format("{}: no records.json in this folder (expected a folder written by 'tpgraph run')", run.string()));
     return file;
   }
   if (!std::filesystem::is_regular_file(status))

@@ -33,8 +33,7 @@ struct Spelling {
 constexpr std::array kPeerCopyNames{Spelling<PeerCopy>{PeerCopy::none, "none"},
                                     Spelling<PeerCopy>{PeerCopy::per_rank, "per-rank"},
                                     Spelling<PeerCopy>{PeerCopy::first, "first"}};
-constexpr std::array kJoinNames{Spelling<JoinKind>{JoinKind::none, "none"},
-                                Spelling<JoinKind>{JoinKind::copy, "copy"},
+constexpr std::array kJoinNames{Spelling<JoinKind>{JoinKind::none, "none"}, Spelling<JoinKind>{JoinKind::copy, "copy"},
                                 Spelling<JoinKind>{JoinKind::reduce, "reduce"}};
 constexpr std::array kAllocNames{Spelling<AllocKind>{AllocKind::resident, "resident"},
                                  Spelling<AllocKind>{AllocKind::fresh, "fresh"}};
@@ -57,15 +56,15 @@ E value_of(const std::array<Spelling<E>, N>& table, std::string_view text, std::
     if (s.name == text) return s.value;
   std::vector<std::string_view> accepted;
   for (const auto& s : table) accepted.push_back(s.name);
-  throw InputError(fmt::format("{}: '{}' is not accepted; accepted: {}", where, escaped_excerpt(text),
-                               fmt::join(accepted, ", ")));
+  throw InputError(
+      fmt::format("{}: '{}' is not accepted; accepted: {}", where, escaped_excerpt(text), fmt::join(accepted, ", ")));
 }
 
-constexpr std::array<std::string_view, 16> kFields{
-    "name",      "description", "geometry", "devices", "replays", "warmup", "layers", "peer_copy",
-    "copy_rows", "join",        "root_busy", "alloc",  "issue",   "layout", "weights", "seed"};
-constexpr std::array<std::string_view, 6> kGeometryFields{"experts", "top_k", "hidden",
-                                                          "ff",      "tokens", "ranks"};
+constexpr std::array<std::string_view, 16> kFields{"name",      "description", "geometry",  "devices",
+                                                   "replays",   "warmup",      "layers",    "peer_copy",
+                                                   "copy_rows", "join",        "root_busy", "alloc",
+                                                   "issue",     "layout",      "weights",   "seed"};
+constexpr std::array<std::string_view, 6> kGeometryFields{"experts", "top_k", "hidden", "ff", "tokens", "ranks"};
 
 bool contains(std::span<const std::string_view> names, std::string_view key) {
   return std::find(names.begin(), names.end(), key) != names.end();
@@ -104,16 +103,14 @@ class FieldReader {
 
   int int32(std::string_view field, const json& v) const {
     // The range proper is validate()'s job; this only keeps the value representable.
-    return static_cast<int>(integer(field, v, std::numeric_limits<int>::min(),
-                                    std::numeric_limits<int>::max()));
+    return static_cast<int>(integer(field, v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   }
 
   template <typename E, std::size_t N>
   E choice(std::string_view field, const json& v, const std::array<Spelling<E>, N>& table) const {
     std::vector<std::string_view> accepted;
     for (const auto& s : table) accepted.push_back(s.name);
-    if (!v.is_string())
-      wrong_type(field, fmt::format("a string, one of {}", fmt::join(accepted, ", ")), v);
+    if (!v.is_string()) wrong_type(field, fmt::format("a string, one of {}", fmt::join(accepted, ", ")), v);
     return value_of(table, v.get<std::string>(), where(field));
   }
 
@@ -148,8 +145,7 @@ void read_field(const FieldReader& in, const std::string& key, const json& v, Sc
   else if (key == "devices") {
     if (!v.is_array()) in.wrong_type(key, "an array of GPU indices", v);
     s.devices.clear();
-    for (std::size_t i = 0; i < v.size(); ++i)
-      s.devices.push_back(in.int32(fmt::format("devices[{}]", i), v[i]));
+    for (std::size_t i = 0; i < v.size(); ++i) s.devices.push_back(in.int32(fmt::format("devices[{}]", i), v[i]));
   } else if (key == "replays") s.replays = in.int32(key, v);
   else if (key == "warmup") s.warmup = in.int32(key, v);
   else if (key == "layers") s.layers = in.int32(key, v);
@@ -223,15 +219,13 @@ std::optional<int> parse_copy_rows(std::string_view value, std::string_view wher
   int rows = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rows);
   if (ec != std::errc{} || end != value.data() + value.size() || rows < 1) {
-    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a row count >= 1, or all", where,
-                                 escaped_excerpt(value)));
+    throw InputError(
+        fmt::format("{}: '{}' is not accepted; accepted: a row count >= 1, or all", where, escaped_excerpt(value)));
   }
   return rows;
 }
 
-int Scenario::copy_row_count() const {
-  return copy_rows ? std::min(*copy_rows, geometry.tokens) : geometry.tokens;
-}
+int Scenario::copy_row_count() const { return copy_rows ? std::min(*copy_rows, geometry.tokens) : geometry.tokens; }
 
 int Scenario::device_of(int rank, int visible_devices) const {
   if (!devices.empty()) return devices[static_cast<std::size_t>(rank) % devices.size()];
@@ -243,27 +237,28 @@ void validate(const Scenario& s) {
   auto require = [](bool ok, std::string_view field, std::int64_t value, std::string_view accepted) {
     if (!ok) throw InputError(fmt::format("invalid scenario: {} = {}; accepted: {}", field, value, accepted));
   };
-  require(s.replays >= 1 && s.replays <= kMaxReplays, "replays", s.replays,
-          fmt::format("1 to {}", kMaxReplays));
+  require(s.replays >= 1 && s.replays <= kMaxReplays, "replays", s.replays, fmt::format("1 to {}", kMaxReplays));
   require(s.warmup >= 0 && s.warmup <= kMaxWarmup, "warmup", s.warmup, fmt::format("0 to {}", kMaxWarmup));
   require(s.layers >= 1 && s.layers <= kMaxLayers, "layers", s.layers, fmt::format("1 to {}", kMaxLayers));
   require(s.root_busy >= 0 && s.root_busy <= kMaxRootBusy, "root_busy", s.root_busy,
           fmt::format("0 to {}", kMaxRootBusy));
   // The name is a folder name in a run folder and a column in tables; the description is printed.
   if (has_control_characters(s.name) || has_control_characters(s.description, /*allow_line_breaks=*/true)) {
-    throw InputError(fmt::format("invalid scenario: {} {} holds a control character (newline, tab, escape...); "
-                                 "accepted: printable text",
-                                 has_control_characters(s.name) ? "name" : "description",
-                                 quoted_excerpt(has_control_characters(s.name) ? s.name : s.description)));
+    throw InputError(
+        fmt::format("invalid scenario: {} {} holds a control character (newline, tab, escape...); "
+                    "accepted: printable text",
+                    has_control_characters(s.name) ? "name" : "description",
+                    quoted_excerpt(has_control_characters(s.name) ? s.name : s.description)));
   }
   if (s.name.empty() || s.name.size() > kMaxNameBytes)
     throw InputError(fmt::format("invalid scenario: name {} is {} bytes; accepted: 1 to {}", quoted_excerpt(s.name),
                                  s.name.size(), kMaxNameBytes));
   for (const auto reserved : kRunFolderFiles) {
     if (s.name == reserved)
-      throw InputError(fmt::format("invalid scenario: name \"{}\" is a file of every run folder; accepted: any "
-                                   "other name (not records.json, report.md, report.json)",
-                                   s.name));
+      throw InputError(
+          fmt::format("invalid scenario: name \"{}\" is a file of every run folder; accepted: any "
+                      "other name (not records.json, report.md, report.json)",
+                      s.name));
   }
   if (s.copy_rows) require(*s.copy_rows >= 1, "copy_rows", *s.copy_rows, "a row count >= 1, or all");
   for (std::size_t i = 0; i < s.devices.size(); ++i) {
@@ -279,15 +274,14 @@ Scenario parse_scenario(std::string_view json_text, std::string_view origin) {
     doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/true,
                       /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: invalid JSON: {}", origin, line_column(json_text, e.byte),
-                                 parse_reason(e.what())));
+    throw InputError(
+        fmt::format("{}:{}: invalid JSON: {}", origin, line_column(json_text, e.byte), parse_reason(e.what())));
   } catch (const json::exception& e) {
     // A number beyond a double (1e400) is out_of_range, not a parse error, and carries no position.
     throw InputError(fmt::format("{}: invalid JSON: {}", origin, parse_reason(e.what())));
   }
   if (!doc.is_object()) {
-    throw InputError(fmt::format("{}: a scenario must be a JSON object {{...}}, got {}", origin,
-                                 doc.type_name()));
+    throw InputError(fmt::format("{}: a scenario must be a JSON object {{...}}, got {}", origin, doc.type_name()));
   }
   Scenario s;
   s.name = default_name(origin);
@@ -309,16 +303,16 @@ Scenario load_scenario(const std::filesystem::path& path) {
 
 Scenario resolve_scenario(std::string_view name_or_path, const std::filesystem::path& graphs_dir) {
   const std::filesystem::path given{std::string(name_or_path)};
-  const bool looks_like_path = name_or_path.find('/') != std::string_view::npos ||
-                               given.extension() == ".json";
+  const bool looks_like_path = name_or_path.find('/') != std::string_view::npos || given.extension() == ".json";
   if (looks_like_path) return load_scenario(given);
   const auto file = graphs_dir / (std::string(name_or_path) + ".json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) {
     const auto names = builtin_scenario_names();
-    throw InputError(fmt::format("unknown scenario '{}' (looked for {}); built-in: {}; or give a path "
-                                 "to a .json file",
-                                 name_or_path, file.string(), fmt::join(names, ", ")));
+    throw InputError(
+        fmt::format("unknown scenario '{}' (looked for {}); built-in: {}; or give a path "
+                    "to a .json file",
+                    name_or_path, file.string(), fmt::join(names, ", ")));
   }
   return load_scenario(file);
 }
@@ -327,9 +321,8 @@ std::string scenario_to_json(const Scenario& s) {
   nlohmann::ordered_json j;
   j["name"] = s.name;
   j["description"] = s.description;
-  j["geometry"] = {{"experts", s.geometry.experts}, {"top_k", s.geometry.top_k},
-                   {"hidden", s.geometry.hidden},   {"ff", s.geometry.ff},
-                   {"tokens", s.geometry.tokens},   {"ranks", s.geometry.ranks}};
+  j["geometry"] = {{"experts", s.geometry.experts}, {"top_k", s.geometry.top_k},   {"hidden", s.geometry.hidden},
+                   {"ff", s.geometry.ff},           {"tokens", s.geometry.tokens}, {"ranks", s.geometry.ranks}};
   j["devices"] = s.devices;
   j["replays"] = s.replays;
   j["warmup"] = s.warmup;
@@ -348,8 +341,7 @@ std::string scenario_to_json(const Scenario& s) {
 }
 
 std::vector<std::string> builtin_scenario_names() {
-  return {"baseline", "peer-copy", "copy-first", "join",        "layers",
-          "fresh-alloc", "root-busy", "eager",   "server-shape"};
+  return {"baseline", "peer-copy", "copy-first", "join", "layers", "fresh-alloc", "root-busy", "eager", "server-shape"};
 }
 
 MemoryEstimate memory_of_rank(const Scenario& s, int rank) {

@@ -42,14 +42,14 @@ struct Scenario {
   std::string name = "baseline";
   std::string description = "two ranks, no peer copy, no join: the ranks should overlap";
   Geometry geometry;
-  std::vector<int> devices;          // rank r runs on devices[r % size]; empty: the visible GPUs
+  std::vector<int> devices;  // rank r runs on devices[r % size]; empty: the visible GPUs
   int replays = 100;
   int warmup = 10;
   int layers = 1;
   PeerCopy peer_copy = PeerCopy::none;
-  std::optional<int> copy_rows;      // rows of z each peer copy moves; nullopt: all tokens
+  std::optional<int> copy_rows;  // rows of z each peer copy moves; nullopt: all tokens
   JoinKind join = JoinKind::none;
-  int root_busy = 0;                 // extra kernels on the root stream before the fork
+  int root_busy = 0;  // extra kernels on the root stream before the fork
   AllocKind alloc = AllocKind::resident;
   IssueKind issue = IssueKind::graph;
   Layout layout = Layout::v2;
@@ -78,8 +78,7 @@ struct Scenario {
 // Memory of rank r under this scenario (the root stages partials when there is a join; alloc fresh
 // adds the pool), and the sum per GPU when ranks share one: {device, bytes}, ascending device.
 [[nodiscard]] MemoryEstimate memory_of_rank(const Scenario& s, int rank);
-[[nodiscard]] std::vector<std::pair<int, std::int64_t>> memory_per_device(const Scenario& s,
-                                                                          int visible_devices);
+[[nodiscard]] std::vector<std::pair<int, std::int64_t>> memory_per_device(const Scenario& s, int visible_devices);
 
 // Throws InputError naming the bad field or value (and what is accepted). Besides the ranges, the
 // name must be 1 to kMaxNameBytes bytes and not one of kRunFolderFiles, and neither the name nor
@@ -93,8 +92,7 @@ void validate(const Scenario& s);
 // Regular files only (a FIFO or /dev/zero is refused, not read), of at most 1 MiB.
 [[nodiscard]] Scenario load_scenario(const std::filesystem::path& path);
 // A scenario by name ("peer-copy") or path; names resolve in the graphs/ folder.
-[[nodiscard]] Scenario resolve_scenario(std::string_view name_or_path,
-                                        const std::filesystem::path& graphs_dir);
+[[nodiscard]] Scenario resolve_scenario(std::string_view name_or_path, const std::filesystem::path& graphs_dir);
 [[nodiscard]] std::string scenario_to_json(const Scenario& s);  // every field, round-trips
 // The scenario files shipped in graphs/, in the order `run` replays them.
 [[nodiscard]] std::vector<std::string> builtin_scenario_names();

@@ -35,9 +35,9 @@ std::string_view kind_colour(NodeKind k) {
   return "#000000";
 }
 
-constexpr std::array kLegendKinds = {NodeKind::busy,    NodeKind::quantize, NodeKind::gemm,   NodeKind::swiglu,
-                                     NodeKind::combine, NodeKind::reduce,   NodeKind::copy,   NodeKind::kernel,
-                                     NodeKind::memset};
+constexpr std::array kLegendKinds = {NodeKind::busy,   NodeKind::quantize, NodeKind::gemm,
+                                     NodeKind::swiglu, NodeKind::combine,  NodeKind::reduce,
+                                     NodeKind::copy,   NodeKind::kernel,   NodeKind::memset};
 
 // A tick step of 1, 2 or 5 times a power of ten giving about eight ticks over `span`.
 double tick_step(double span) {
@@ -134,8 +134,8 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   std::vector<Line> header;
   std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
   if (v.ranks >= 2 && v.verdict_overlap.count > 0)
-    title += fmt::format(" (median {} overlap {:.2f})", v.basis == OverlapBasis::mixed ? "deciding" : to_string(v.basis),
-                         v.verdict_overlap.median);
+    title += fmt::format(" (median {} overlap {:.2f})",
+                         v.basis == OverlapBasis::mixed ? "deciding" : to_string(v.basis), v.verdict_overlap.median);
   header.push_back({title, "font-size=\"16\" font-weight=\"bold\""});
   if (v.ranks >= 2) header.push_back({"verdict " + verdict_basis_text(v), "fill=\"#222\""});
   const std::string banner = collection_banner(v);
@@ -208,10 +208,11 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   // Replay boundaries.
   for (const int r : shown) {
     const double x = x_of(v.replays[static_cast<std::size_t>(r)].begin_ns);
-    fmt::format_to(it,
-                   "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n"
-                   "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#555\" font-size=\"11\">replay {}</text>\n",
-                   x, lanes_top - 8, x, axis_y, x + 3, lanes_top - 10, r);
+    fmt::format_to(
+        it,
+        "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n"
+        "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#555\" font-size=\"11\">replay {}</text>\n",
+        x, lanes_top - 8, x, axis_y, x + 3, lanes_top - 10, r);
   }
 
   // Ops.
@@ -281,9 +282,9 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     for (std::size_t row = 0; row < rows.size(); ++row) {
       if (!rows[row].fits(lx0, lx1)) continue;
       rows[row].take(lx0, lx1);
-      fmt::format_to(it,
-                     "<text class=\"wait-label\" x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\">{}</text>\n",
-                     lx0, y + 19 + label_row_h * static_cast<double>(row), xml_escape(label));
+      fmt::format_to(
+          it, "<text class=\"wait-label\" x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\">{}</text>\n", lx0,
+          y + 19 + label_row_h * static_cast<double>(row), xml_escape(label));
       break;
     }
   }
@@ -314,10 +315,11 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
                    lx, legend_y, kind_colour(k), lx + 18, legend_y + 11, xml_escape(to_string(k)));
     lx += 34 + 7.5 * static_cast<double>(to_string(k).size());
   }
-  fmt::format_to(it,
-                 "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
-                 "<text x=\"{:.1f}\" y=\"{:.1f}\">wait (start - ready)</text>\n",
-                 lx, legend_y, lx + 32, legend_y + 11);
+  fmt::format_to(
+      it,
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
+      "<text x=\"{:.1f}\" y=\"{:.1f}\">wait (start - ready)</text>\n",
+      lx, legend_y, lx + 32, legend_y + 11);
   out += "</svg>\n";
   return out;
 }

@@ -19,13 +19,13 @@ inline constexpr double kSvgLabelCharPx = 6.0;
 inline constexpr int kSvgWaitLabelRows = 2;
 
 struct SvgOptions {
-  int replays_shown = 3;   // the first replays: later ones look the same when the run is stable
-  int waits_marked = 5;    // the largest waits among the replays shown
+  int replays_shown = 3;  // the first replays: later ones look the same when the run is stable
+  int waits_marked = 5;   // the largest waits among the replays shown
   int width_px = 1400;
 };
 
-[[nodiscard]] std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
-                                              std::size_t variant, const SvgOptions& options = {});
+[[nodiscard]] std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                              const SvgOptions& options = {});
 
 // `text` safe inside an XML element or attribute value.
 [[nodiscard]] std::string xml_escape(std::string_view text);

@@ -111,8 +111,7 @@ std::string verdict_thresholds_text() {
       kOverlappedAtLeast, kSerializedAtMost, kEventSpanTolerance * 100);
 }
 
-double overlap_fraction(std::uint64_t a_start, std::uint64_t a_end, std::uint64_t b_start,
-                        std::uint64_t b_end) {
+double overlap_fraction(std::uint64_t a_start, std::uint64_t a_end, std::uint64_t b_start, std::uint64_t b_end) {
   const std::uint64_t shorter = std::min(a_end - a_start, b_end - b_start);
   if (shorter == 0) return 0;
   const std::uint64_t lo = std::max(a_start, b_start);
@@ -181,8 +180,8 @@ Stats summarize(std::vector<double> values) {
 }
 
 bool TimelineHealth::clean() const {
-  return collected.clean() && unmatched_seen == 0 && no_timestamp_seen == 0 &&
-         replay_out_of_range == 0 && duplicate == 0 && missing == 0;
+  return collected.clean() && unmatched_seen == 0 && no_timestamp_seen == 0 && replay_out_of_range == 0 &&
+         duplicate == 0 && missing == 0;
 }
 
 std::string TimelineHealth::problems() const {
@@ -202,8 +201,7 @@ std::string TimelineHealth::problems() const {
 }
 
 bool RunAnalysis::collection_clean() const {
-  return std::all_of(variants.begin(), variants.end(),
-                     [](const VariantTimeline& v) { return v.health.clean(); });
+  return std::all_of(variants.begin(), variants.end(), [](const VariantTimeline& v) { return v.health.clean(); });
 }
 
 namespace {
@@ -295,7 +293,8 @@ WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_
     else seen.push_back({Occupant{s.node, other, 0}, part});
   }
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
-    return std::tie(b.second, a.first.node, a.first.other_replay) < std::tie(a.second, b.first.node, b.first.other_replay);
+    return std::tie(b.second, a.first.node, a.first.other_replay) <
+           std::tie(a.second, b.first.node, b.first.other_replay);
   });
   for (std::size_t k = 0; k < std::min(seen.size(), kOccupantsKept); ++k) {
     Occupant o = seen[k].first;
@@ -401,7 +400,11 @@ class ReplayAnalyzer {
  public:
   ReplayAnalyzer(const VariantRun& v, const VariantTimeline& out, const std::vector<Sample>& samples,
                  const std::map<int, DeviceTimeline>& devices)
-      : g_(v.graph), out_(out), samples_(samples), devices_(devices), node_count_(v.graph.nodes.size()),
+      : g_(v.graph),
+        out_(out),
+        samples_(samples),
+        devices_(devices),
+        node_count_(v.graph.nodes.size()),
         pred_(node_count_) {
     std::vector<std::vector<int>> succ(node_count_);
     for (const auto& e : g_.edges) {
@@ -659,7 +662,8 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   // Every replay once: its windows and verdict kept, its nodes' waits into the samples, its
   // critical path into each node's time on it. Node timings and paths stay for the first replays.
   const ReplayAnalyzer analyzer(v, out, samples, devices);
-  const std::size_t detail = options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
+  const std::size_t detail =
+      options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
   out.timings.resize(N);
   out.replays.resize(N);
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per present replay
@@ -722,8 +726,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     s.event_span_us = summarize(event);
     s.cupti_over_event = summarize(ratio);
     s.event_minus_cupti_us = summarize(diff);
-    s.event_mismatch = s.cupti_over_event.count > 0 &&
-                       std::abs(s.cupti_over_event.median - 1.0) > kEventSpanTolerance;
+    s.event_mismatch = s.cupti_over_event.count > 0 && std::abs(s.cupti_over_event.median - 1.0) > kEventSpanTolerance;
     out.overlap_vs_root[k] = summarize(vs_root);
   }
   for (const auto& rt : out.replays)
@@ -746,7 +749,9 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   {
     std::size_t on_root_gpu = 0;
     for (std::size_t k = 1; k < R; ++k) on_root_gpu += out.rank_device[k] == out.rank_device[0] ? 1 : 0;
-    out.basis = on_root_gpu == 0 ? OverlapBasis::window : on_root_gpu + 1 == R ? OverlapBasis::busy : OverlapBasis::mixed;
+    out.basis = on_root_gpu == 0       ? OverlapBasis::window
+                : on_root_gpu + 1 == R ? OverlapBasis::busy
+                                       : OverlapBasis::mixed;
   }
 
   // Waits per node: each part over replays; the median replay's breakdown is filled in below.
@@ -845,7 +850,8 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
       quarter(0, st.first_span_us, st.first_verdict);
       quarter(shown.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
       st.threshold_us = out.outlier_threshold_us;
-      st.steady = std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
+      st.steady =
+          std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
     }
   }
 
@@ -903,8 +909,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   }
 
   out.host_launch_us = summarize(v.host_launch_us);
-  if (v.replay_us_traced > 0 && v.replay_us_untraced > 0)
-    out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
+  if (v.replay_us_traced > 0 && v.replay_us_untraced > 0) out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
   return out;
 }
 

@@ -73,7 +73,7 @@ enum class Verdict { overlapped, partial, serialized, single_rank, no_data };
 // Which overlap decides the verdict. A rank on the root's GPU is judged on busy overlap: streams of
 // one GPU take turns, so their windows coincide (window overlap near 1) while their kernels do not
 // run at the same time. A rank on another GPU is judged on window overlap, busy overlap beside it.
-enum class OverlapBasis { window, busy, mixed };  // mixed: some ranks share the root's GPU, some not
+enum class OverlapBasis { window, busy, mixed };           // mixed: some ranks share the root's GPU, some not
 [[nodiscard]] std::string_view to_string(OverlapBasis b);  // "window", "busy", "busy or window per rank"
 // One line naming the thresholds and which overlap decides, printed in every output.
 [[nodiscard]] std::string verdict_thresholds_text();
@@ -102,8 +102,8 @@ struct RankReplay {
   std::uint64_t first_start_ns = 0;
   std::uint64_t last_end_ns = 0;
   double span_us = 0;
-  double offset_us = 0;  // first start - the earliest rank's first start
-  int ops = 0;           // records in the window
+  double offset_us = 0;                 // first start - the earliest rank's first start
+  int ops = 0;                          // records in the window
   std::optional<double> event_span_us;  // the event-record nodes' span, when measured
 };
 
@@ -119,8 +119,8 @@ struct Occupant {
 struct WaitParts {
   double contention_us = 0;  // + idle_us = the wait (when the wait is positive)
   double idle_us = 0;
-  double arrival_us = 0;     // ready - own_ready where the latest predecessor is on another rank
-  int own_from = -1;         // the own-rank node that set own_ready; -1: arrival does not apply
+  double arrival_us = 0;            // ready - own_ready where the latest predecessor is on another rank
+  int own_from = -1;                // the own-rank node that set own_ready; -1: arrival does not apply
   std::vector<Occupant> occupants;  // largest first, at most kOccupantsKept
 };
 
@@ -197,7 +197,7 @@ struct PathNodeSummary {
 };
 
 struct CriticalPathSummary {
-  int typical_replay = -1;            // the replay of median span: its path is the one shown
+  int typical_replay = -1;             // the replay of median span: its path is the one shown
   std::vector<PathNodeSummary> nodes;  // nodes ever on the path, largest median run + wait first
   // The node whose speed-up would shorten the span most, to first order: the largest median time
   // on the path (a node cut by x shortens the span by up to x while it stays on the path).
@@ -222,11 +222,11 @@ struct OutlierReplay {
 };
 
 struct Steadiness {
-  bool known = false;  // false with fewer than 8 replays
+  bool known = false;  // false with fewer than kSteadinessMinReplays replays
   bool steady = true;
-  int quarter = 0;     // replays per quarter
+  int quarter = 0;                             // replays per quarter
   double first_span_us = 0, last_span_us = 0;  // median span of the first and last quarter
-  double threshold_us = 0;                      // the outlier rule's allowance
+  double threshold_us = 0;                     // the outlier rule's allowance
   Verdict first_verdict = Verdict::no_data, last_verdict = Verdict::no_data;
 };
 
@@ -235,21 +235,21 @@ struct RankSummary {
   int device = 0;
   Stats span_us;
   Stats offset_us;
-  Stats event_span_us;                 // count 0: not measured
-  Stats cupti_over_event;              // CUPTI span / event span per replay
-  Stats event_minus_cupti_us;          // event span - CUPTI span per replay
-  bool event_mismatch = false;         // |median ratio - 1| > kEventSpanTolerance
+  Stats event_span_us;          // count 0: not measured
+  Stats cupti_over_event;       // CUPTI span / event span per replay
+  Stats event_minus_cupti_us;   // event span - CUPTI span per replay
+  bool event_mismatch = false;  // |median ratio - 1| > kEventSpanTolerance
 };
 
 // What the analysis itself saw in the records, next to what the CUPTI layer counted.
 struct TimelineHealth {
-  CollectionHealth collected;  // counted by the CUPTI layer during the run
-  std::uint64_t records = 0;                // records in the data
-  std::uint64_t unmatched_seen = 0;         // node id out of the graph (or -1)
-  std::uint64_t no_timestamp_seen = 0;      // start or end 0, or end before start
-  std::uint64_t replay_out_of_range = 0;    // replay index not in 0..N-1
-  std::uint64_t duplicate = 0;              // a second record for one node in one replay
-  std::uint64_t missing = 0;                // a kernel/copy node with no record in a replay
+  CollectionHealth collected;             // counted by the CUPTI layer during the run
+  std::uint64_t records = 0;              // records in the data
+  std::uint64_t unmatched_seen = 0;       // node id out of the graph (or -1)
+  std::uint64_t no_timestamp_seen = 0;    // start or end 0, or end before start
+  std::uint64_t replay_out_of_range = 0;  // replay index not in 0..N-1
+  std::uint64_t duplicate = 0;            // a second record for one node in one replay
+  std::uint64_t missing = 0;              // a kernel/copy node with no record in a replay
   [[nodiscard]] bool clean() const;
   // "" when clean, else one line naming every non-zero count.
   [[nodiscard]] std::string problems() const;
@@ -266,19 +266,19 @@ struct VariantTimeline {
   // [replay][node]; empty for a replay without detail: the first AnalysisOptions::detail_replays,
   // the median-span and median-wait replays, the outliers and the one asked for have it.
   std::vector<std::vector<NodeTiming>> timings;
-  std::vector<RankSummary> rank_summaries;        // [rank]
-  std::vector<Stats> overlap_vs_root;             // [rank]; root's has count 0
-  Stats overlap;                       // window overlap
-  Stats busy_overlap;                  // of ReplayTimeline::busy_overlap
+  std::vector<RankSummary> rank_summaries;  // [rank]
+  std::vector<Stats> overlap_vs_root;       // [rank]; root's has count 0
+  Stats overlap;                            // window overlap
+  Stats busy_overlap;                       // of ReplayTimeline::busy_overlap
   OverlapBasis basis = OverlapBasis::window;
-  Stats verdict_overlap;               // of ReplayTimeline::verdict_overlap: what decides
-  Verdict verdict = Verdict::no_data;  // of the median verdict_overlap
+  Stats verdict_overlap;                      // of ReplayTimeline::verdict_overlap: what decides
+  Verdict verdict = Verdict::no_data;         // of the median verdict_overlap
   Verdict window_verdict = Verdict::no_data;  // what the median window overlap alone would say
   Verdict busy_verdict = Verdict::no_data;    // ... and the median busy overlap
-  std::array<int, 5> verdict_counts{};  // replays per Verdict value
-  Stats span_us;                        // replay spans (first start to last end)
-  std::vector<NodeWaitSummary> waits;   // recorded nodes, largest median wait first
-  std::vector<int> wait_index;          // [node]: index into waits, -1 when never recorded
+  std::array<int, 5> verdict_counts{};        // replays per Verdict value
+  Stats span_us;                              // replay spans (first start to last end)
+  std::vector<NodeWaitSummary> waits;         // recorded nodes, largest median wait first
+  std::vector<int> wait_index;                // [node]: index into waits, -1 when never recorded
   CriticalPathSummary critical_path;
   std::vector<OutlierReplay> outliers;  // in replay order
   double span_mad_us = 0;               // median absolute deviation of the spans
@@ -294,7 +294,7 @@ struct VariantTimeline {
 
 struct RunAnalysis {
   std::vector<VariantTimeline> variants;  // in RunData order
-  std::uint64_t base_ns = 0;  // the run's first timestamp: trace times are relative to it
+  std::uint64_t base_ns = 0;              // the run's first timestamp: trace times are relative to it
   [[nodiscard]] bool collection_clean() const;
 };
 

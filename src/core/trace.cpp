@@ -97,8 +97,8 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
     const bool in_range = a.replay >= 0 && a.replay < v.replay_count;
     const int pid = matched ? g.nodes[static_cast<std::size_t>(a.node)].rank + 1 : unmatched_pid;
     streams_of[pid].insert(a.stream_id);
-    json args{{"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes},
-              {"device", a.device}};
+    json args{
+        {"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes}, {"device", a.device}};
     std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name.str();
     std::string category = "unmatched";
     if (matched) {
@@ -139,13 +139,21 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       const int rank = pid - 1;
       pname = fmt::format("rank {} ({})", rank, device_label(run.env, v.rank_device[static_cast<std::size_t>(rank)]));
     }
-    events.push_back(json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
-    events.push_back(json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+    events.push_back(
+        json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
+    events.push_back(
+        json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
     if (!shared.empty() && pid != unmatched_pid)
-      events.push_back(json{{"ph", "M"}, {"name", "process_labels"}, {"pid", pid}, {"tid", 0},
+      events.push_back(json{{"ph", "M"},
+                            {"name", "process_labels"},
+                            {"pid", pid},
+                            {"tid", 0},
                             {"args", {{"labels", "shares a GPU with another rank"}}}});
     for (const std::uint32_t s : streams)
-      events.push_back(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", s},
+      events.push_back(json{{"ph", "M"},
+                            {"name", "thread_name"},
+                            {"pid", pid},
+                            {"tid", s},
                             {"args", {{"name", fmt::format("stream {}", s)}}}});
   }
   for (auto& s : slices) events.push_back(std::move(s));
@@ -166,10 +174,21 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       // A flow start binds to the slice enclosing its timestamp: one ns before the source ends.
       const std::uint64_t s_ts = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
       const std::string name = fmt::format("{} -> {}", g.nodes[static_cast<std::size_t>(p)].label, target.label);
-      events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "cross-rank"},
-                            {"pid", from.pid}, {"tid", from.tid}, {"ts", rel_us(s_ts, base)}});
-      events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "cross-rank"},
-                            {"pid", to.pid}, {"tid", to.tid}, {"ts", rel_us(to.start_ns, base)}});
+      events.push_back(json{{"ph", "s"},
+                            {"id", flow_id},
+                            {"name", name},
+                            {"cat", "cross-rank"},
+                            {"pid", from.pid},
+                            {"tid", from.tid},
+                            {"ts", rel_us(s_ts, base)}});
+      events.push_back(json{{"ph", "f"},
+                            {"bp", "e"},
+                            {"id", flow_id},
+                            {"name", name},
+                            {"cat", "cross-rank"},
+                            {"pid", to.pid},
+                            {"tid", to.tid},
+                            {"ts", rel_us(to.start_ns, base)}});
     }
   }
 
@@ -191,16 +210,27 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
     const std::uint64_t s_ts = std::max(from.start_ns, std::min(last_ns, to.start_ns));
     const std::string name = fmt::format("{} held the GPU: {} waited {:.1f} µs", node_name(g, occupant),
                                          node_name(g, node), t.parts.occupants.front().us);
-    events.push_back(json{{"ph", "s"}, {"id", flow_id}, {"name", name}, {"cat", "contention"},
-                          {"pid", from.pid}, {"tid", from.tid}, {"ts", rel_us(s_ts, base)}});
-    events.push_back(json{{"ph", "f"}, {"bp", "e"}, {"id", flow_id}, {"name", name}, {"cat", "contention"},
-                          {"pid", to.pid}, {"tid", to.tid}, {"ts", rel_us(to.start_ns, base)}});
+    events.push_back(json{{"ph", "s"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", "contention"},
+                          {"pid", from.pid},
+                          {"tid", from.tid},
+                          {"ts", rel_us(s_ts, base)}});
+    events.push_back(json{{"ph", "f"},
+                          {"bp", "e"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", "contention"},
+                          {"pid", to.pid},
+                          {"tid", to.tid},
+                          {"ts", rel_us(to.start_ns, base)}});
   }
 
   const std::string banner = collection_banner(v);
   if (!banner.empty()) {
-    events.push_back(json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0},
-                          {"ts", rel_us(base, base)}});
+    events.push_back(
+        json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0}, {"ts", rel_us(base, base)}});
   }
 
   const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},

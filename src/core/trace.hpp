@@ -23,7 +23,7 @@ struct ChromeTraceOptions {
 
 // Timestamps are µs with 3 decimals relative to the run's first timestamp (analysis.base_ns), so
 // the traces of one run's variants share one time axis.
-[[nodiscard]] std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
-                                              std::size_t variant, const ChromeTraceOptions& options = {});
+[[nodiscard]] std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                              const ChromeTraceOptions& options = {});
 
 }  // namespace tpgraph

@@ -115,8 +115,8 @@ class FileReader {
       return std::move(out_);
     }
     if (const std::uint32_t v = get_u32(bytes_, kMagic.size()); v != kVersion)
-      throw InputError(fmt::format("{}: trace record file version {} (this tpgraph reads version {})", origin_, v,
-                                   kVersion));
+      throw InputError(
+          fmt::format("{}: trace record file version {} (this tpgraph reads version {})", origin_, v, kVersion));
     out_.records.reserve(records_in(header));
     std::size_t at = header;
     while (at < bytes_.size()) {
@@ -187,9 +187,7 @@ class FileReader {
       case ChunkType::graph: return graph(payload);
       case ChunkType::records: return records(payload);
       case ChunkType::launches: return launches(payload);
-      case ChunkType::note:
-        out_.notes.push_back(printable(payload));
-        return;
+      case ChunkType::note: out_.notes.push_back(printable(payload)); return;
       case ChunkType::footer: return footer(payload);
     }
     warn_once(fmt::format("chunks of unknown type {} skipped", type));

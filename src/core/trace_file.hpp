@@ -62,7 +62,7 @@ struct WireRecord {
   std::uint32_t stream_id = 0;
   std::uint32_t correlation_id = 0;
   std::uint32_t graph_id = 0;
-  std::uint32_t name_id = 0;  // 0: none; else a name chunk's id
+  std::uint32_t name_id = 0;        // 0: none; else a name chunk's id
   std::uint64_t graph_node_id = 0;  // the instantiated node's CUPTI id; 0: not from a graph
   std::uint64_t bytes = 0;
 };
@@ -103,7 +103,7 @@ struct TracedGraph {
   std::uint32_t exec = 0;
   std::uint64_t graph_id = 0;
   std::vector<GraphNodeInfo> nodes;
-  std::vector<std::pair<int, int>> edges;  // node indices, validated
+  std::vector<std::pair<int, int>> edges;             // node indices, validated
   std::vector<std::pair<std::uint64_t, int>> clones;  // instantiated node id -> node index
 };
 

@@ -78,7 +78,7 @@ struct Slot {
 };
 
 struct ProcessIndex {
-  NodeResolver resolver;       // instantiated (or captured) node id -> slot index
+  NodeResolver resolver;  // instantiated (or captured) node id -> slot index
   std::vector<Slot> slots;
   std::vector<std::uint64_t> graph_fingerprint;  // [graph]
 };
@@ -196,11 +196,11 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
         "synchronised, or --align-collectives to align them on matched collective ends",
         hosts.size(), list));
   }
-  out.clock_text = hosts.size() <= 1 ? "one host: CUPTI timestamps of all processes share CLOCK_REALTIME"
-                   : options.clocks == ClockPolicy::assume_synced
-                       ? fmt::format("{} hosts, clocks declared synchronised (--assume-synced): not checked",
-                                     hosts.size())
-                       : "";
+  out.clock_text =
+      hosts.size() <= 1 ? "one host: CUPTI timestamps of all processes share CLOCK_REALTIME"
+      : options.clocks == ClockPolicy::assume_synced
+          ? fmt::format("{} hosts, clocks declared synchronised (--assume-synced): not checked", hosts.size())
+          : "";
 
   // --- devices, on one global numbering ------------------------------------------------------
   // key: host + UUID (or host + pid + ordinal when the UUID is unknown) -> global index.
@@ -324,7 +324,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
           if (s < 0) continue;
           const Slot& slot = index[p].slots[static_cast<std::size_t>(s)];
           if (index[p].graph_fingerprint[static_cast<std::size_t>(slot.graph)] != grp.fp) continue;
-          const auto& node = files[p].graphs[static_cast<std::size_t>(slot.graph)].nodes[static_cast<std::size_t>(slot.node)];
+          const auto& node =
+              files[p].graphs[static_cast<std::size_t>(slot.graph)].nodes[static_cast<std::size_t>(slot.node)];
           if (node.type != "kernel" || !is_collective(node.name)) continue;
           ends[{slot.node, static_cast<std::size_t>(ordinal_of.at(files[p].records[r].correlation_id))}].emplace_back(
               p, files[p].records[r].end_ns);
@@ -341,8 +342,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
           }
         if (!have_base) continue;
         for (const auto& [p, end] : list) {
-          const auto h = static_cast<std::size_t>(
-              std::find(hosts.begin(), hosts.end(), host_key(files[p])) - hosts.begin());
+          const auto h =
+              static_cast<std::size_t>(std::find(hosts.begin(), hosts.end(), host_key(files[p])) - hosts.begin());
           if (h == 0) continue;
           diffs[h].push_back(static_cast<double>(static_cast<std::int64_t>(end - base)));
         }
@@ -478,8 +479,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
           f.cuda_visible_devices.empty() ? "" : fmt::format(" CUDA_VISIBLE_DEVICES={}", f.cuda_visible_devices),
           fallback));
       if (!f.complete)
-        v.notes.push_back(fmt::format("r{}'s record file is truncated ({}): later replays may be missing", k,
-                                      f.truncation));
+        v.notes.push_back(
+            fmt::format("r{}'s record file is truncated ({}): later replays may be missing", k, f.truncation));
     }
 
     // Records: node = the rank's copy; replay = the launch's ordinal among this process's launches of
@@ -552,8 +553,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
       for (const auto& [d, ranks] : ranks_of_device)
         if (ranks.size() > 1) v.ranks_share_gpu = true;
     }
-    v.scenario.description = fmt::format("traced graph: {} nodes per rank, {} rank(s), {} launches", n_nodes,
-                                         grp.processes.size(), replays);
+    v.scenario.description =
+        fmt::format("traced graph: {} nodes per rank, {} rank(s), {} launches", n_nodes, grp.processes.size(), replays);
     v.notes.insert(v.notes.begin(), fmt::format("traced graph-{}: {}", graph_number, [&] {
                      std::string s;
                      for (const auto& l : rank_lines) s += (s.empty() ? "" : "; ") + l;
@@ -608,8 +609,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
   }
   for (const auto& tp : out.processes)
     if (tp.unmatched > 0)
-      out.notes.push_back(fmt::format("pid {}: {} graph records matched no node of a recorded graph", tp.pid,
-                                      tp.unmatched));
+      out.notes.push_back(
+          fmt::format("pid {}: {} graph records matched no node of a recorded graph", tp.pid, tp.unmatched));
   if (files.empty()) out.notes.push_back("no process under the command initialised CUDA: no CUDA work was seen");
   else if (run.variants.empty())
     out.notes.push_back("no CUDA graph was launched: only eager work was seen (see the processes table)");
@@ -622,7 +623,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
 
 std::string render_trace_summary(const TracedRun& t) {
   std::string out = "## Traced processes\n\n";
-  out += "| process | host | RANK | GPUs | file | records | graph / eager | eager busy µs | graphs | launches | dropped | unmatched |\n";
+  out +=
+      "| process | host | RANK | GPUs | file | records | graph / eager | eager busy µs | graphs | launches | dropped | unmatched |\n";
   out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& p : t.processes) {
     std::string uuids;
@@ -635,7 +637,8 @@ std::string render_trace_summary(const TracedRun& t) {
   out += "\n";
   if (!t.clock_text.empty()) out += fmt::format("Clocks: {}.\n\n", t.clock_text);
   if (!t.collectives.empty()) {
-    out += "## Collectives\n\n| graph | kernel | node | arrival skew per rank (µs) | transfer µs |\n| --- | --- | --- | --- | --- |\n";
+    out +=
+        "## Collectives\n\n| graph | kernel | node | arrival skew per rank (µs) | transfer µs |\n| --- | --- | --- | --- | --- |\n";
     for (const auto& c : t.collectives) {
       std::string skew;
       for (std::size_t k = 0; k < c.arrival_skew_us.size(); ++k)

@@ -54,8 +54,8 @@ struct TracedProcess {
 // A collective node matched across ranks in one variant.
 struct CollectiveSummary {
   std::string variant;
-  std::string name;  // the kernel name
-  int node_index = 0;  // position in each process's graph
+  std::string name;                     // the kernel name
+  int node_index = 0;                   // position in each process's graph
   std::vector<double> arrival_skew_us;  // [rank] median over replays of (latest start - its start)
   double transfer_us = 0;               // median over replays of (earliest end - latest start)
 };

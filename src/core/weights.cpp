@@ -58,16 +58,14 @@ inline void cos_sin_turn(float t, float& c, float& s) {
   const float sin_x =
       x * (1.0f +
            x2 * (-1.0f / 6 +
-                 x2 * (1.0f / 120 +
-                       x2 * (-1.0f / 5040 +
-                             x2 * (1.0f / 362880 + x2 * (-1.0f / 39916800 + x2 * (1.0f / 6227020800.0f)))))));
+                 x2 * (1.0f / 120 + x2 * (-1.0f / 5040 + x2 * (1.0f / 362880 + x2 * (-1.0f / 39916800 +
+                                                                                     x2 * (1.0f / 6227020800.0f)))))));
   const float cos_x =
-      1.0f +
-      x2 * (-1.0f / 2 +
-            x2 * (1.0f / 24 +
-                  x2 * (-1.0f / 720 + x2 * (1.0f / 40320 +
-                                            x2 * (-1.0f / 3628800 + x2 * (1.0f / 479001600 +
-                                                                          x2 * (-1.0f / 87178291200.0f)))))));
+      1.0f + x2 * (-1.0f / 2 +
+                   x2 * (1.0f / 24 +
+                         x2 * (-1.0f / 720 +
+                               x2 * (1.0f / 40320 + x2 * (-1.0f / 3628800 +
+                                                          x2 * (1.0f / 479001600 + x2 * (-1.0f / 87178291200.0f)))))));
   // Rotating by quadrant * pi/2 swaps (odd quadrants) and negates cos (quadrants 1, 2) and sin
   // (quadrants 2, 3); done on the bits so the loop has no branch.
   const auto q = static_cast<std::uint32_t>(quadrant);
@@ -93,8 +91,7 @@ void check_weight_geometry(const Geometry& g, int rank, int expert) {
     throw std::invalid_argument("weights: rank " + std::to_string(rank) + " of " + std::to_string(g.ranks));
   }
   if (expert < 0 || expert >= g.experts) {
-    throw std::invalid_argument("weights: expert " + std::to_string(expert) + " of " +
-                                std::to_string(g.experts));
+    throw std::invalid_argument("weights: expert " + std::to_string(expert) + " of " + std::to_string(g.experts));
   }
 }
 
@@ -103,9 +100,9 @@ Nvfp4Matrix random_matrix(const Geometry& g, int rank, WeightMatrix matrix, int 
   const bool down = matrix == WeightMatrix::down;
   const int rows = down ? g.hidden : g.ff;
   const int cols = down ? g.ff : g.hidden;
-  const auto key = random_stream_key(
-      seed, kWeightsDomain, static_cast<std::uint64_t>(rank) * 4 + static_cast<std::uint64_t>(matrix),
-      static_cast<std::uint64_t>(expert));
+  const auto key =
+      random_stream_key(seed, kWeightsDomain, static_cast<std::uint64_t>(rank) * 4 + static_cast<std::uint64_t>(matrix),
+                        static_cast<std::uint64_t>(expert));
   scratch.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
   fill_normal(key, 0, 1.0f / std::sqrt(static_cast<float>(cols)), scratch);
   return nvfp4_quantize(scratch, rows, cols);

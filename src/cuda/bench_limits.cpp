@@ -161,8 +161,8 @@ MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays) {
     TPG_CUDA(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, stream.get()));
   });
   const GraphExec exec = instantiate(graph);
-  const auto us = time_calls(stream.get(), device, 3, replays,
-                             [&] { TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get())); });
+  const auto us =
+      time_calls(stream.get(), device, 3, replays, [&] { TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get())); });
   MemcpyRate limit;
   limit.bytes = bytes;
   limit.median_us = median(us);

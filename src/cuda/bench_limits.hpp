@@ -49,15 +49,15 @@ struct MmaLimit {
 struct MemcpyRate {
   std::int64_t bytes = 0;  // one copy's size; read + write moves twice that
   double median_us = 0;
-  double tbps = 0;         // (read + write) / median
+  double tbps = 0;  // (read + write) / median
 };
 // A device-to-device cudaMemcpyAsync of `bytes`, captured in a graph and replayed `replays` times.
 [[nodiscard]] MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays);
 
 struct TensorLimit {
-  int n = 0;               // n x n x n
+  int n = 0;  // n x n x n
   double median_us = 0;
-  double tflops = 0;       // 2 n^3 / median
+  double tflops = 0;  // 2 n^3 / median
 };
 // cublasGemmEx, fp16 inputs (random, not zeros), fp32 output and accumulation, `reps` timed calls.
 [[nodiscard]] TensorLimit measure_tensor_throughput(int device, int n, int reps);

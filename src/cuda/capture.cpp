@@ -147,9 +147,8 @@ void GraphIssuer::walk(const IssueNode& issue, bool capturing, std::vector<cudaG
       TPG_CUDA(cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, nullptr, &count));
       if (status != cudaStreamCaptureStatusActive || count != 1) {
         throw std::runtime_error(fmt::format(
-            "capturing '{}': after issuing it the stream {} ({} dependencies; one node expected)",
-            node.label, status == cudaStreamCaptureStatusActive ? "is capturing" : "is not capturing",
-            count));
+            "capturing '{}': after issuing it the stream {} ({} dependencies; one node expected)", node.label,
+            status == cudaStreamCaptureStatusActive ? "is capturing" : "is not capturing", count));
       }
       (*node_of)[node.id] = deps[0];
     }
@@ -218,8 +217,8 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
 
   // Per rank, through the issue map: each layer node's captured node must have the node's type.
   if (captured.node_of.size() != layer.nodes.size()) {
-    differences.push_back(fmt::format("{} nodes were issued, the layer graph has {}", captured.node_of.size(),
-                                      layer.nodes.size()));
+    differences.push_back(
+        fmt::format("{} nodes were issued, the layer graph has {}", captured.node_of.size(), layer.nodes.size()));
   }
   const std::size_t mapped = std::min(captured.node_of.size(), layer.nodes.size());
   std::unordered_map<cudaGraphNode_t, int> layer_of;
@@ -233,8 +232,8 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
       continue;
     }
     if (!layer_of.emplace(n, static_cast<int>(i)).second) {
-      differences.push_back(fmt::format("{} and {} map to one captured node", layer.nodes[layer_of[n]].label,
-                                        node.label));
+      differences.push_back(
+          fmt::format("{} and {} map to one captured node", layer.nodes[layer_of[n]].label, node.label));
     }
     ++captured_rank[{node.rank, std::string(node_type_name(it->second))}];
   }
@@ -273,14 +272,15 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
   }
   for (const auto& [a, b] : got_edges) {
     if (!want_edges.contains({a, b})) {
-      differences.push_back(fmt::format("edge {} -> {} not in the layer graph", layer.nodes[a].label,
-                                        layer.nodes[b].label));
+      differences.push_back(
+          fmt::format("edge {} -> {} not in the layer graph", layer.nodes[a].label, layer.nodes[b].label));
     }
   }
 
   if (differences.empty()) return;
-  std::string message = fmt::format("the captured graph ({} nodes, {} edges) differs from the layer graph ({} nodes, {} edges): ",
-                                    count, edge_count, layer.nodes.size(), layer.edges.size());
+  std::string message =
+      fmt::format("the captured graph ({} nodes, {} edges) differs from the layer graph ({} nodes, {} edges): ", count,
+                  edge_count, layer.nodes.size(), layer.edges.size());
   constexpr std::size_t kShown = 12;
   for (std::size_t i = 0; i < differences.size() && i < kShown; ++i) {
     message += (i == 0 ? "" : "; ") + differences[i];
@@ -291,8 +291,8 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
 
 std::string driver_dot(const Graph& graph) {
   static std::atomic<int> counter{0};
-  const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                     fmt::format("tpgraph-{}-{}.dot", ::getpid(), counter++);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / fmt::format("tpgraph-{}-{}.dot", ::getpid(), counter++);
   TPG_CUDA(cudaGraphDebugDotPrint(graph.get(), path.c_str(), cudaGraphDebugDotFlagsVerbose));
   std::string text;
   {

@@ -58,11 +58,11 @@ class GraphIssuer {
   void walk(const IssueNode& issue, bool capturing, std::vector<cudaGraphNode_t>* node_of);
 
   const LayerGraph& graph_;
-  std::vector<Stream> streams_;                  // [rank]
-  std::vector<Event> order_events_;              // [node]: set when it has a cross-stream successor
-  std::vector<Event> span_events_;               // [node]: set for span_begin / span_end
-  std::vector<std::vector<int>> cross_preds_;    // [node]: predecessors on other streams
-  Event capture_start_;                          // forks every stream into the capture
+  std::vector<Stream> streams_;                // [rank]
+  std::vector<Event> order_events_;            // [node]: set when it has a cross-stream successor
+  std::vector<Event> span_events_;             // [node]: set for span_begin / span_end
+  std::vector<std::vector<int>> cross_preds_;  // [node]: predecessors on other streams
+  Event capture_start_;                        // forks every stream into the capture
 };
 
 // Compares the driver's graph with the layer graph: node counts by CUDA node type in total and per

@@ -64,11 +64,10 @@ std::vector<int> rank_devices(const Scenario& s, int visible_devices) {
   for (int r = 0; r < s.geometry.ranks; ++r) {
     const int d = s.device_of(r, visible_devices);
     if (d < 0 || d >= visible_devices) {
-      throw NoDeviceError(fmt::format(
-          "scenario '{}' puts rank {} on GPU {}, but {} GPU{} visible (ordinals 0..{}); choose "
-          "--devices from those (ranks may share a GPU: --devices 0,0)",
-          s.name, r, d, visible_devices, visible_devices == 1 ? " is" : "s are",
-          visible_devices - 1));
+      throw NoDeviceError(
+          fmt::format("scenario '{}' puts rank {} on GPU {}, but {} GPU{} visible (ordinals 0..{}); choose "
+                      "--devices from those (ranks may share a GPU: --devices 0,0)",
+                      s.name, r, d, visible_devices, visible_devices == 1 ? " is" : "s are", visible_devices - 1));
     }
     devices.push_back(d);
   }
@@ -83,11 +82,11 @@ void enable_peer_access(const std::vector<int>& devices) {
       int can = 0;
       TPG_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
       if (can == 0) {
-        throw InputError(fmt::format(
-            "GPU {} cannot access GPU {}'s memory (no peer access between them; see tpgraph info), "
-            "so the graph's copies and cross-device waits between their ranks are impossible; "
-            "choose --devices whose GPUs are peers, or put the ranks on one GPU (--devices 0,0)",
-            a, b));
+        throw InputError(
+            fmt::format("GPU {} cannot access GPU {}'s memory (no peer access between them; see tpgraph info), "
+                        "so the graph's copies and cross-device waits between their ranks are impossible; "
+                        "choose --devices whose GPUs are peers, or put the ranks on one GPU (--devices 0,0)",
+                        a, b));
       }
       DeviceScope scope(a);
       const cudaError_t status = cudaDeviceEnablePeerAccess(b, 0);

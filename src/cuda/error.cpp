@@ -19,8 +19,8 @@ std::string describe(std::string_view name, std::string_view description, std::s
 }
 
 CudaError runtime_error_of(cudaError_t status, std::string_view what, const std::source_location& where) {
-  return CudaError(Api::runtime, static_cast<int>(status), cudaGetErrorName(status), cudaGetErrorString(status),
-                   what, where);
+  return CudaError(Api::runtime, static_cast<int>(status), cudaGetErrorName(status), cudaGetErrorString(status), what,
+                   where);
 }
 
 // cuGetErrorName / cuGetErrorString through the entry-point query; null where the driver lacks them.
@@ -90,8 +90,8 @@ cudaError_t query_entry_point(const char* name, int version, void** fn,
                               cudaDriverEntryPointQueryResult* found) noexcept {
   *fn = nullptr;
   *found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t status = cudaGetDriverEntryPointByVersion(name, fn, static_cast<unsigned int>(version),
-                                                              cudaEnableDefault, found);
+  const cudaError_t status =
+      cudaGetDriverEntryPointByVersion(name, fn, static_cast<unsigned int>(version), cudaEnableDefault, found);
   if (status != cudaSuccess) (void)cudaGetLastError();
   return status;
 }
@@ -133,10 +133,10 @@ int visible_device_count() noexcept {
 
 void require_device(const std::string& what_needs_it) {
   if (visible_device_count() > 0) return;
-  throw NoDeviceError(fmt::format(
-      "{} a CUDA GPU, and none is visible (no device or no usable driver). Without a GPU: "
-      "tpgraph plan, tpgraph dot, and tpgraph analyze tests/data/h200-run",
-      what_needs_it));
+  throw NoDeviceError(
+      fmt::format("{} a CUDA GPU, and none is visible (no device or no usable driver). Without a GPU: "
+                  "tpgraph plan, tpgraph dot, and tpgraph analyze tests/data/h200-run",
+                  what_needs_it));
 }
 
 }  // namespace tpgraph::cuda

@@ -18,8 +18,8 @@ std::array<std::size_t, 8> workspace_parts(const Geometry& g) {
   const auto pairs = static_cast<std::size_t>(g.pairs());
   const auto hidden = static_cast<std::size_t>(g.hidden);
   const auto ff = static_cast<std::size_t>(g.ff);
-  return {pairs * hidden * 2, pairs * 4, pairs * ff * 4, pairs * ff * 4,
-          pairs * ff * 4,     pairs * ff * 2, pairs * 4, pairs * hidden * 4};
+  return {pairs * hidden * 2, pairs * 4,      pairs * ff * 4, pairs * ff * 4,
+          pairs * ff * 4,     pairs * ff * 2, pairs * 4,      pairs * hidden * 4};
 }
 
 template <class T>
@@ -75,8 +75,14 @@ DeviceBank upload_bank(int device, std::span<const Nvfp4Matrix> matrices, Layout
 }
 
 kernels::DeviceRouting DeviceRoutingBuffers::view() const {
-  return kernels::DeviceRouting{active_experts.get(), offsets.get(), row_token.get(), pair_row.get(),
-                                pair_weight.get(),    n_active,      n_rows,          tokens,
+  return kernels::DeviceRouting{active_experts.get(),
+                                offsets.get(),
+                                row_token.get(),
+                                pair_row.get(),
+                                pair_weight.get(),
+                                n_active,
+                                n_rows,
+                                tokens,
                                 top_k};
 }
 
@@ -108,8 +114,9 @@ RankWorkspace carve_workspace(void* base, const Geometry& g) {
     at[i] = p;
     p += align_up(parts[i]);
   }
-  return RankWorkspace{static_cast<std::uint16_t*>(at[0]), static_cast<float*>(at[1]), static_cast<float*>(at[2]),
-                       static_cast<float*>(at[3]),         static_cast<float*>(at[4]), static_cast<std::uint16_t*>(at[5]),
+  return RankWorkspace{static_cast<std::uint16_t*>(at[0]), static_cast<float*>(at[1]),
+                       static_cast<float*>(at[2]),         static_cast<float*>(at[3]),
+                       static_cast<float*>(at[4]),         static_cast<std::uint16_t*>(at[5]),
                        static_cast<float*>(at[6]),         static_cast<float*>(at[7])};
 }
 
@@ -155,8 +162,8 @@ StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing) {
   return c;
 }
 
-RankLayer::RankLayer(int device, const Geometry& g, const Routing& routing, const RankWeights& weights,
-                     Layout layout, int gemm_tile)
+RankLayer::RankLayer(int device, const Geometry& g, const Routing& routing, const RankWeights& weights, Layout layout,
+                     int gemm_tile)
     : device_(device), geometry_(g) {
   if (weights.hidden != g.hidden || weights.ff != g.ff || weights.experts != g.experts) {
     throw std::invalid_argument("RankLayer: weights of another geometry");
@@ -220,9 +227,7 @@ void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t st
   const kernels::DeviceGemmPlan ffn{ffn_plan_.get(), ffn_plan_grid_, ffn_plan_tile_};
   const kernels::DeviceGemmPlan down{down_plan_.get(), down_plan_grid_, down_plan_tile_};
   switch (step) {
-    case ChainStep::quantize_z:
-      kernels::gather_quantize(z_.get(), g.hidden, routing, ws.z16, ws.zs, stream);
-      break;
+    case ChainStep::quantize_z: kernels::gather_quantize(z_.get(), g.hidden, routing, ws.z16, ws.zs, stream); break;
     case ChainStep::gate: kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, ffn, ws.g, stream); break;
     case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, ffn, ws.u, stream); break;
     case ChainStep::swiglu: kernels::swiglu(ws.g, ws.u, pairs * g.ff, ws.a, stream); break;

@@ -66,10 +66,9 @@ struct RankWorkspace {
 
 // The seven kernels of a rank's chain, in issue order.
 enum class ChainStep { quantize_z, gate, up, swiglu, quantize_a, down, combine };
-inline constexpr std::array<ChainStep, 7> kChainSteps{ChainStep::quantize_z, ChainStep::gate,
-                                                     ChainStep::up,         ChainStep::swiglu,
-                                                     ChainStep::quantize_a, ChainStep::down,
-                                                     ChainStep::combine};
+inline constexpr std::array<ChainStep, 7> kChainSteps{ChainStep::quantize_z, ChainStep::gate,       ChainStep::up,
+                                                      ChainStep::swiglu,     ChainStep::quantize_a, ChainStep::down,
+                                                      ChainStep::combine};
 [[nodiscard]] std::string_view to_string(ChainStep s);
 
 // Bytes a step reads plus writes and its floating-point operations (GEMMs: 2 per multiply-add over

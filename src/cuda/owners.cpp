@@ -77,10 +77,10 @@ DeviceMemory::DeviceMemory(int device, std::size_t bytes) : bytes_(bytes) {
     (void)cudaGetLastError();
     std::size_t free = 0, total = 0;
     (void)cudaMemGetInfo(&free, &total);
-    const std::string what = fmt::format("cudaMalloc of {} on GPU {} ({} free of {})",
-                                         format_bytes(static_cast<std::int64_t>(bytes)), device,
-                                         format_bytes(static_cast<std::int64_t>(free)),
-                                         format_bytes(static_cast<std::int64_t>(total)));
+    const std::string what =
+        fmt::format("cudaMalloc of {} on GPU {} ({} free of {})", format_bytes(static_cast<std::int64_t>(bytes)),
+                    device, format_bytes(static_cast<std::int64_t>(free)),
+                    format_bytes(static_cast<std::int64_t>(total)));
     check(status, what.c_str());
   }
   mem_ = UniqueHandle<void*, DeviceMemoryDeleter>(p, device);

@@ -34,8 +34,7 @@ class UniqueHandle {
   UniqueHandle(Handle h, int device) : handle_(h), device_(device) {}
   UniqueHandle(std::nullptr_t) = delete;
   ~UniqueHandle() { reset(); }
-  UniqueHandle(UniqueHandle&& o) noexcept
-      : handle_(std::exchange(o.handle_, Handle{})), device_(o.device_) {}
+  UniqueHandle(UniqueHandle&& o) noexcept : handle_(std::exchange(o.handle_, Handle{})), device_(o.device_) {}
   UniqueHandle& operator=(UniqueHandle&& o) noexcept {
     if (this != &o) {
       reset();
@@ -61,11 +60,21 @@ class UniqueHandle {
   int device_ = 0;
 };
 
-struct StreamDeleter { void operator()(cudaStream_t s, int device) const noexcept; };
-struct EventDeleter { void operator()(cudaEvent_t e, int device) const noexcept; };
-struct GraphDeleter { void operator()(cudaGraph_t g, int device) const noexcept; };
-struct GraphExecDeleter { void operator()(cudaGraphExec_t g, int device) const noexcept; };
-struct DeviceMemoryDeleter { void operator()(void* p, int device) const noexcept; };
+struct StreamDeleter {
+  void operator()(cudaStream_t s, int device) const noexcept;
+};
+struct EventDeleter {
+  void operator()(cudaEvent_t e, int device) const noexcept;
+};
+struct GraphDeleter {
+  void operator()(cudaGraph_t g, int device) const noexcept;
+};
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t g, int device) const noexcept;
+};
+struct DeviceMemoryDeleter {
+  void operator()(void* p, int device) const noexcept;
+};
 
 using Stream = UniqueHandle<cudaStream_t, StreamDeleter>;
 using Event = UniqueHandle<cudaEvent_t, EventDeleter>;
@@ -106,8 +115,7 @@ class DeviceBuffer {
 
   void upload(std::span<const T> host) {
     DeviceScope scope(device());
-    TPG_CUDA(cudaMemcpy(get(), host.data(), std::min(host.size(), count_) * sizeof(T),
-                        cudaMemcpyHostToDevice));
+    TPG_CUDA(cudaMemcpy(get(), host.data(), std::min(host.size(), count_) * sizeof(T), cudaMemcpyHostToDevice));
   }
   [[nodiscard]] std::vector<T> download() const {
     std::vector<T> host(count_);

@@ -40,8 +40,8 @@ std::vector<EventSpan> read_spans(const GraphIssuer& issuer, int replay) {
   return spans;
 }
 
-ReplayTimes run_replays(const GraphIssuer& issuer, const std::function<void(int replay)>& launch, int first,
-                        int count, bool spans) {
+ReplayTimes run_replays(const GraphIssuer& issuer, const std::function<void(int replay)>& launch, int first, int count,
+                        bool spans) {
   ReplayTimes t;
   t.launch_us.reserve(static_cast<std::size_t>(count));
   t.wall_us.reserve(static_cast<std::size_t>(count));

@@ -181,14 +181,15 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
 
   if (observer_ != nullptr) observer_->begin_variant();
   if (scenario_.issue == IssueKind::graph) {
-    say(progress, fmt::format("capturing {} nodes on {} stream{}", graph_.nodes.size(), geo.ranks,
-                              geo.ranks == 1 ? "" : "s"));
+    say(progress,
+        fmt::format("capturing {} nodes on {} stream{}", graph_.nodes.size(), geo.ranks, geo.ranks == 1 ? "" : "s"));
     const auto capture_start = std::chrono::steady_clock::now();
-    captured_ = std::make_unique<CapturedGraph>(issuer_->capture(
-        [this](const Node& n, cudaStream_t st) { issue_node(n, st); },
-        [this](cudaGraphNode_t captured, int node) {
-          if (observer_ != nullptr) observer_->node_captured(captured, node);
-        }));
+    captured_ =
+        std::make_unique<CapturedGraph>(issuer_->capture([this](const Node& n, cudaStream_t st) { issue_node(n, st); },
+                                                         [this](cudaGraphNode_t captured, int node) {
+                                                           if (observer_ != nullptr)
+                                                             observer_->node_captured(captured, node);
+                                                         }));
     const auto captured_at = std::chrono::steady_clock::now();
     check_captured_graph(graph_, *captured_);
     const auto instantiate_start = std::chrono::steady_clock::now();
@@ -287,7 +288,8 @@ void PreparedVariant::issue_node(const Node& node, cudaStream_t stream) {
     case Role::peer_copy: {
       // cudaMemcpyPeerAsync cannot be captured into a graph; with unified addressing a default-kind
       // copy between two GPUs' pointers is the same peer transfer, captured as a memcpy node.
-      const auto bytes = static_cast<std::size_t>(std::int64_t{scenario_.copy_row_count()} * geo.hidden) * sizeof(float);
+      const auto bytes =
+          static_cast<std::size_t>(std::int64_t{scenario_.copy_row_count()} * geo.hidden) * sizeof(float);
       TPG_CUDA(cudaMemcpyAsync(model_->ranks[static_cast<std::size_t>(node.peer)].z(), model_->ranks[0].z(), bytes,
                                cudaMemcpyDefault, stream));
       return;
@@ -327,19 +329,25 @@ ReplayTimes PreparedVariant::replay(int first, int count, bool tag) {
     const cudaGraphExec_t exec = exec_.get();
     const cudaStream_t root = issuer_->root_stream();
     DeviceScope scope(issuer_->device(0));
-    return run_replays(*issuer_, [&](int replay) {
-      if (tagged) observer_->push_tag(replay, -1);
-      const cudaError_t status = cudaGraphLaunch(exec, root);
-      if (tagged) observer_->pop_tag();
-      check(status, "cudaGraphLaunch");
-    }, first, count, true);
+    return run_replays(
+        *issuer_,
+        [&](int replay) {
+          if (tagged) observer_->push_tag(replay, -1);
+          const cudaError_t status = cudaGraphLaunch(exec, root);
+          if (tagged) observer_->pop_tag();
+          check(status, "cudaGraphLaunch");
+        },
+        first, count, true);
   }
-  return run_replays(*issuer_, [&](int replay) {
-    tag_replay_ = replay;
-    tagging_ = tagged;
-    issuer_->issue_eager([this](const Node& n, cudaStream_t st) { issue_node(n, st); });
-    tagging_ = false;
-  }, first, count, true);
+  return run_replays(
+      *issuer_,
+      [&](int replay) {
+        tag_replay_ = replay;
+        tagging_ = tagged;
+        issuer_->issue_eager([this](const Node& n, cudaStream_t st) { issue_node(n, st); });
+        tagging_ = false;
+      },
+      first, count, true);
 }
 
 Comparison PreparedVariant::check_output() const {
@@ -422,8 +430,8 @@ std::unique_ptr<PreparedVariant> ScenarioRunner::prepare(const Scenario& s) {
   if (!reuse) model_.reset();
   if (!already_checked) (void)preflight(s, model_.get());
   auto inputs = inputs_for(s);
-  auto prepared = std::make_unique<PreparedVariant>(s, std::move(inputs), std::exchange(model_, nullptr), observer_,
-                                                    progress_);
+  auto prepared =
+      std::make_unique<PreparedVariant>(s, std::move(inputs), std::exchange(model_, nullptr), observer_, progress_);
   model_ = prepared->model();
   return prepared;
 }
@@ -436,10 +444,10 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
   v.visible_devices = prepared->visible_devices();
   v.ranks_share_gpu = prepared->ranks_share_gpu();
   if (v.ranks_share_gpu) {
-    v.notes.push_back(fmt::format(
-        "ranks share a GPU ({}), each on its own stream: overlap here is stream concurrency on one GPU, "
-        "not two GPUs working at once",
-        fmt::join(prepared->model()->devices, ",")));
+    v.notes.push_back(
+        fmt::format("ranks share a GPU ({}), each on its own stream: overlap here is stream concurrency on one GPU, "
+                    "not two GPUs working at once",
+                    fmt::join(prepared->model()->devices, ",")));
   }
   if (const CapturedGraph* captured = prepared->captured()) v.cuda_graph_dot = driver_dot(captured->graph);
 
@@ -464,14 +472,16 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
     v.records = observer_->collect(v.health);
     observer_->set_tracing(false);
     for (std::string& w : observer_->take_warnings()) v.notes.push_back("CUPTI: " + std::move(w));
-    v.notes.push_back("host launch times are from the replays with tracing off, CUPTI still attached (its "
-                      "subscriber alone made each launch of the baseline layer some 25 µs slower on the H200: "
-                      "`run --no-trace` measures the launch alone); event spans and records from the replays "
-                      "with tracing on");
+    v.notes.push_back(
+        "host launch times are from the replays with tracing off, CUPTI still attached (its "
+        "subscriber alone made each launch of the baseline layer some 25 µs slower on the H200: "
+        "`run --no-trace` measures the launch alone); event spans and records from the replays "
+        "with tracing on");
   } else {
     v.event_spans = untraced.spans;
-    v.notes.push_back("not traced (run --no-trace, or no CUPTI): no activity records by choice; the event spans "
-                      "and host launch times are the whole measurement");
+    v.notes.push_back(
+        "not traced (run --no-trace, or no CUPTI): no activity records by choice; the event spans "
+        "and host launch times are the whole measurement");
   }
   say(progress_, "checking the output against the CPU reference");
   v.output_check = prepared->check_output();
@@ -479,10 +489,11 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
     v.notes.push_back("VACUOUS: the weights or the output are all zero, so the output check proves nothing");
   }
   if (!v.output_check->passed()) {
-    v.notes.push_back(fmt::format("OUTPUT CHECK FAILED: {} of {} sampled values off the CPU reference by more "
-                                  "than {:.1e} of its absmax (worst {:.2e}), {} NaN",
-                                  v.output_check->mismatches, v.output_check->compared, v.output_check->tolerance,
-                                  v.output_check->max_rel_err, v.output_check->nan_count));
+    v.notes.push_back(
+        fmt::format("OUTPUT CHECK FAILED: {} of {} sampled values off the CPU reference by more "
+                    "than {:.1e} of its absmax (worst {:.2e}), {} NaN",
+                    v.output_check->mismatches, v.output_check->compared, v.output_check->tolerance,
+                    v.output_check->max_rel_err, v.output_check->nan_count));
   }
   return v;
 }

@@ -89,8 +89,8 @@ class PreparedVariant {
   // The caller has run preflight() for `s` (ScenarioRunner::prepare does). Uploads (or reuses
   // `model` when it matches the scenario's geometry, layout and devices) and allocates; calls
   // observer->begin_variant() after the uploads and captures with observer->node_captured().
-  PreparedVariant(const Scenario& s, std::shared_ptr<const LayerInputs> inputs,
-                  std::shared_ptr<DeviceModel> model, RunObserver* observer, const Progress& progress);
+  PreparedVariant(const Scenario& s, std::shared_ptr<const LayerInputs> inputs, std::shared_ptr<DeviceModel> model,
+                  RunObserver* observer, const Progress& progress);
   ~PreparedVariant();
   PreparedVariant(const PreparedVariant&) = delete;
   PreparedVariant& operator=(const PreparedVariant&) = delete;
@@ -149,8 +149,8 @@ class PreparedVariant {
 };
 
 struct RunnerSettings {
-  bool trace = true;       // replay again with the observer's tracing on (needs an observer)
-  int check_tokens = 32;   // tokens of the output check (all of them when fewer); 0: no check
+  bool trace = true;      // replay again with the observer's tracing on (needs an observer)
+  int check_tokens = 32;  // tokens of the output check (all of them when fewer); 0: no check
 };
 
 // Runs scenarios one after another, sharing the host inputs and the device model between variants

@@ -170,15 +170,14 @@ Delivery parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
         }
         break;
       }
-      default:
-        break;  // API records: only their external correlation records matter
+      default: break;  // API records: only their external correlation records matter
     }
   }
   return out;
 }
 
-void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream_id*/,
-                               std::uint8_t* buffer, std::size_t /*size*/, std::size_t valid_bytes) {
+void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream_id*/, std::uint8_t* buffer,
+                               std::size_t /*size*/, std::size_t valid_bytes) {
   const OwnedBuffer owned(buffer);
   if (buffer == nullptr || valid_bytes == 0) return;
   try {
@@ -192,7 +191,8 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream_id*
     for (const auto& [correlation, id] : delivery.replay_tags)
       state.tags.replay[correlation] = static_cast<std::int64_t>(id);
     for (const auto& [correlation, id] : delivery.node_tags) {
-      if (id != 0 && id <= static_cast<std::uint64_t>(INT32_MAX)) state.tags.node[correlation] = static_cast<int>(id - 1);
+      if (id != 0 && id <= static_cast<std::uint64_t>(INT32_MAX))
+        state.tags.node[correlation] = static_cast<int>(id - 1);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tpgraph: CUPTI warning: a record buffer was lost: %s\n", e.what());
@@ -201,8 +201,7 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, std::uint32_t /*stream_id*
   }
 }
 
-void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                          const void* cbdata) {
+void CUPTIAPI on_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
   if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
   const auto* resource = static_cast<const CUpti_ResourceData*>(cbdata);
   const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
@@ -389,18 +388,16 @@ Collector::Collector() : state_(std::make_unique<State>()) {
     check(status, fmt::format("starting CUPTI: {}{}", what, hint).c_str());
   };
 
-  if (const CUptiResult s = cuptiSubscribe(&state_->subscriber, on_callback, nullptr);
-      s != CUPTI_SUCCESS) {
+  if (const CUptiResult s = cuptiSubscribe(&state_->subscriber, on_callback, nullptr); s != CUPTI_SUCCESS) {
     state_->subscriber = nullptr;
     fail("cuptiSubscribe", s);
   }
-  if (const CUptiResult s = cuptiEnableCallback(1, state_->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                                CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  if (const CUptiResult s =
+          cuptiEnableCallback(1, state_->subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
       s != CUPTI_SUCCESS) {
     fail("enabling the graph-node clone callback", s);
   }
-  if (const CUptiResult s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-      s != CUPTI_SUCCESS) {
+  if (const CUptiResult s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); s != CUPTI_SUCCESS) {
     fail("cuptiActivityRegisterCallbacks", s);
   }
   auto enable = [&](CUpti_ActivityKind kind) {
@@ -454,14 +451,12 @@ Collector::Tag::Tag(int replay, int node) {
   // come back unchanged.
   const auto replay_id = static_cast<std::uint64_t>(static_cast<std::int64_t>(replay));
   const std::uint64_t node_id = node < 0 ? 0 : static_cast<std::uint64_t>(node) + 1;
-  if (const CUptiResult s =
-          cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, replay_id);
+  if (const CUptiResult s = cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, replay_id);
       s != CUPTI_SUCCESS) {
     warn_if_failed(s, "pushing the replay tag");
     return;
   }
-  if (const CUptiResult s =
-          cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, node_id);
+  if (const CUptiResult s = cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, node_id);
       s != CUPTI_SUCCESS) {
     warn_if_failed(s, "pushing the node tag");
     (void)cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, nullptr);

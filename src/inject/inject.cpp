@@ -297,8 +297,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
         record_names.emplace_back("memset");
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
@@ -352,8 +351,7 @@ void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& grap
   out.reserve(undecided_.size());
   for (PendingLaunch& p : undecided_) {
     WireLaunch w = p.launch;
-    const bool use_driver =
-        p.runtime_correlation == 0 || (carried_ == CarriedId::driver && p.driver_correlation != 0);
+    const bool use_driver = p.runtime_correlation == 0 || (carried_ == CarriedId::driver && p.driver_correlation != 0);
     w.correlation_id = use_driver ? p.driver_correlation : p.runtime_correlation;
     out.push_back(w);
   }
@@ -379,7 +377,8 @@ void Tracer::on_context_created(CUcontext context) {
   json j;
   j["ordinal"] = ordinal;
   if (cuDeviceGet(&device, static_cast<int>(ordinal)) == CUDA_SUCCESS) {
-    if (cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, device) == CUDA_SUCCESS) j["name"] = name.data();
+    if (cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, device) == CUDA_SUCCESS)
+      j["name"] = name.data();
     if (cuDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()) - 1, device) == CUDA_SUCCESS)
       j["pci_bus_id"] = bus.data();
     if (cuDeviceGetUuid(&uuid, device) == CUDA_SUCCESS) {
@@ -442,7 +441,8 @@ json describe_node(CUgraphNode node, int instantiating_device, std::string& prob
   if (cuptiGetGraphNodeId(node, &id) != CUPTI_SUCCESS) problem = "cuptiGetGraphNodeId failed for a node";
   j["id"] = id;
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
-  if (const CUresult s = cuGraphNodeGetType(node, &type); s != CUDA_SUCCESS) problem = "cuGraphNodeGetType: " + driver_text(s);
+  if (const CUresult s = cuGraphNodeGetType(node, &type); s != CUDA_SUCCESS)
+    problem = "cuGraphNodeGetType: " + driver_text(s);
   j["type"] = node_type(type);
   int device = instantiating_device;
   std::int64_t bytes = 0;
@@ -560,7 +560,8 @@ void Tracer::on_graph_exec_created(const CUpti_GraphData& data) {
   }
   json& out_clones = j["clones"] = json::array();
   for (const GraphCloneSeen& c : clones)
-    if (const auto it = index_of_id.find(c.original); it != index_of_id.end()) out_clones.push_back({c.clone, it->second});
+    if (const auto it = index_of_id.find(c.original); it != index_of_id.end())
+      out_clones.push_back({c.clone, it->second});
   if (!problem.empty()) note("graph exec " + std::to_string(exec) + ": " + problem);
   (void)writer.write(tracefile::chunk(ChunkType::graph, j.dump()));
 }
@@ -583,7 +584,8 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
     }
     t.pending.launch.host_start_ns = now_ns();
     std::uint32_t device = 0;
-    if (data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS) t.pending.launch.device = device;
+    if (data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS)
+      t.pending.launch.device = device;
     const std::lock_guard state(state_mutex_);
     if (const auto it = exec_numbers_.find(exec); it != exec_numbers_.end()) t.pending.launch.exec = it->second;
     return;
@@ -650,7 +652,8 @@ void Tracer::finish() noexcept {
                      "tpgraph inject: %llu records, %llu graph launches (%llu through the runtime: %llu with a driver "
                      "call of the same correlation id, %llu of another id)\n",
                      static_cast<unsigned long long>(records_written_), static_cast<unsigned long long>(launches_seen_),
-                     static_cast<unsigned long long>(runtime_launches_), static_cast<unsigned long long>(nested_same_id_),
+                     static_cast<unsigned long long>(runtime_launches_),
+                     static_cast<unsigned long long>(nested_same_id_),
                      static_cast<unsigned long long>(nested_other_id_));
       json footer;
       footer["records"] = records_written_;
@@ -766,7 +769,8 @@ json meta_json() {
 std::string start_cupti(Tracer& tracer) {
   if (const CUptiResult s = cuptiSubscribe(&tracer.subscriber, on_callback, nullptr); s != CUPTI_SUCCESS) {
     tracer.subscriber = nullptr;
-    std::string text = "another tool holds CUPTI, this process runs untraced: cuptiSubscribe failed (" + result_text(s) + ")";
+    std::string text =
+        "another tool holds CUPTI, this process runs untraced: cuptiSubscribe failed (" + result_text(s) + ")";
     if (s == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) text += "; holder: " + other_tool_hint();
     return text;
   }

@@ -107,8 +107,8 @@ __global__ void __launch_bounds__(kThreads)
 // 147 us at t=4096, 57% of the copy rate). Every routed row of a token gets the same bits whatever
 // the grouping, so the launch shape cannot change the output.
 __global__ void __launch_bounds__(kThreads)
-    gather_quantize_kernel(const float* __restrict__ z, int cols, const std::int32_t* __restrict__ pair_row,
-                           int top_k, int pairs_per_block, uint4* __restrict__ dst, float* __restrict__ scale) {
+    gather_quantize_kernel(const float* __restrict__ z, int cols, const std::int32_t* __restrict__ pair_row, int top_k,
+                           int pairs_per_block, uint4* __restrict__ dst, float* __restrict__ scale) {
   extern __shared__ uint4 row16[];  // cols / 8: the token's f16 row in k order
   __shared__ float warp_max[kThreads / 32];
   const int groups = (top_k + pairs_per_block - 1) / pairs_per_block;
@@ -169,9 +169,8 @@ __device__ __forceinline__ float swiglu1(float g, float u) {
   return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
 }
 
-__global__ void __launch_bounds__(kThreads)
-    swiglu_kernel(const float4* __restrict__ g, const float4* __restrict__ u, std::int64_t vectors,
-                  float4* __restrict__ a) {
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float4* __restrict__ g, const float4* __restrict__ u,
+                                                          std::int64_t vectors, float4* __restrict__ a) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kSwigluVectors;
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kSwigluVectors + threadIdx.x;
        base < vectors; base += stride) {
@@ -208,8 +207,7 @@ __global__ void swiglu_scalar_kernel(const float* __restrict__ g, const float* _
 
 // Contract step 6: a token's pairs j = 0..k-1 in order, each an fmaf into one accumulator.
 __global__ void combine_kernel(const float* __restrict__ y, int hidden, const std::int32_t* __restrict__ pair_row,
-                               const float* __restrict__ pair_weight, int tokens, int top_k,
-                               float* __restrict__ out) {
+                               const float* __restrict__ pair_weight, int tokens, int top_k, float* __restrict__ out) {
   const int vectors = hidden / 4;
   const std::int64_t total = static_cast<std::int64_t>(tokens) * vectors;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -298,8 +296,8 @@ void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, s
   // kGatherBlocksPerSm blocks (t=416 on 132 SMs: 3 groups of at most 3 pairs); each block reads the
   // row again, from L2.
   const std::int64_t wanted = std::int64_t{kGatherBlocksPerSm} * multiprocessors();
-  const auto groups = static_cast<int>(
-      std::clamp<std::int64_t>((wanted + routing.tokens - 1) / routing.tokens, 1, routing.top_k));
+  const auto groups =
+      static_cast<int>(std::clamp<std::int64_t>((wanted + routing.tokens - 1) / routing.tokens, 1, routing.top_k));
   const int pairs_per_block = (routing.top_k + groups - 1) / groups;
   const int blocks_per_token = (routing.top_k + pairs_per_block - 1) / pairs_per_block;
   const int smem = hidden * 2;
@@ -313,8 +311,7 @@ void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, s
 void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as, Stream stream) {
   check_cols(cols, "quantize_rows");
   if (rows <= 0) return;
-  quantize_rows_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(a, cols, rows,
-                                                                   reinterpret_cast<__half2*>(a16), as);
+  quantize_rows_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(a, cols, rows, reinterpret_cast<__half2*>(a16), as);
   detail::check_launch("quantize_rows");
 }
 
@@ -333,8 +330,8 @@ void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream str
     done = vectors * 4;
   }
   if (done < n) {
-    swiglu_scalar_kernel<<<detail::grid_for(n - done, kThreads, 4), kThreads, 0, stream>>>(g + done, u + done,
-                                                                                          n - done, a + done);
+    swiglu_scalar_kernel<<<detail::grid_for(n - done, kThreads, 4), kThreads, 0, stream>>>(g + done, u + done, n - done,
+                                                                                           a + done);
     detail::check_launch("swiglu");
   }
 }

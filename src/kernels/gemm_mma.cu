@@ -62,7 +62,8 @@ constexpr bool fits_every_variant() {
   if constexpr (kN8 > kMaxN8) {
     return true;
   } else {
-    return sizeof(MmaSharedStorage<kV2, kWarps, kN8, barrier_chunks(kN8, kMaxN8)>) <= mma_smem_bytes(kMaxN8, kV2, kWarps) &&
+    return sizeof(MmaSharedStorage<kV2, kWarps, kN8, barrier_chunks(kN8, kMaxN8)>) <=
+               mma_smem_bytes(kMaxN8, kV2, kWarps) &&
            fits_every_variant<kV2, kWarps, kMaxN8, kN8 + 1>();
   }
 }
@@ -135,7 +136,8 @@ struct WarpWeightCopies {
     const std::uint32_t bar = pipes.barrier(w, stage);
     detail::mbar_expect_tx(bar, bytes);
     detail::bulk_copy(pipes.stage(w, stage),
-                      matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes, bar);
+                      matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes,
+                      bar);
   }
   // Lane 0 of warp w: w's barriers, then its first kPipeStages groups. The caller's __syncwarp
   // makes the barriers visible to the warp's other lanes before they wait on them.
@@ -183,8 +185,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   const int t = lane % 4;
   const int tile = row_block * kWarps + warp;  // this warp's m16 tile
   const bool tile_valid = tile < args.out_rows / 16;
-  const std::uint8_t* matrix =
-      args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+  const std::uint8_t* matrix = args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
   // Routed rows: each thread copies the same pieces of every chunk; rows past the block's end are
   // zero-filled (cp.async with 0 source bytes).
@@ -221,8 +222,8 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   if constexpr (kV2) pipe_base = detail::smem_address(&shared.pipes);
   const PipeLayout pipes{pipe_base, kWarps};
   WeightPipe<kV2> weights(matrix, tile_valid ? tile : 0, chunks, lane, pipes, warp);
-  const WarpWeightCopies copies{matrix, row_block * kWarps, args.out_rows / 16, chunks,
-                                (chunks + kPipeGroup - 1) / kPipeGroup, pipes};
+  const WarpWeightCopies copies{
+      matrix, row_block * kWarps, args.out_rows / 16, chunks, (chunks + kPipeGroup - 1) / kPipeGroup, pipes};
   if (kV2 && lane == 0) copies.start(warp);
   __syncwarp();
 
@@ -246,7 +247,8 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 #pragma unroll
       for (int n = 0; n + 1 < kN8; n += 2) {
         std::uint32_t r[4];
-        detail::ldmatrix_x4_at(r, lane_x4 + static_cast<std::uint32_t>(stage * kStageBytes + n * 8 * kBRowStride + kk * 32));
+        detail::ldmatrix_x4_at(r, lane_x4 +
+                                      static_cast<std::uint32_t>(stage * kStageBytes + n * 8 * kBRowStride + kk * 32));
         b[n][0] = r[0];
         b[n][1] = r[1];
         b[n + 1][0] = r[2];
@@ -320,7 +322,8 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
     xs_cols[n][1] = xs_s[n * 8 + 2 * t + 1];
   }
 #pragma unroll
-  for (int n = 0; n < kN8; ++n) store_pair(args.y, xs_cols[n], ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
+  for (int n = 0; n < kN8; ++n)
+    store_pair(args.y, xs_cols[n], ts, row_begin, block_rows, args.out_rows, o, n * 8 + 2 * t, acc[n]);
 }
 
 // Each block runs the variant for its routed rows: n8 tiles of 8 rows, up to kMaxN8.
@@ -331,15 +334,19 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
   extern __shared__ __align__(128) std::uint8_t smem[];
   const BlockWork w = block_work(args);
   const int n8 = (w.rows + 7) / 8;
-  if (n8 == 1 || kMaxN8 == 1) return mma_block<kV2, kWarps, 1, barrier_chunks(1, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+  if (n8 == 1 || kMaxN8 == 1)
+    return mma_block<kV2, kWarps, 1, barrier_chunks(1, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   if constexpr (kMaxN8 >= 2) {
-    if (n8 == 2 || kMaxN8 == 2) return mma_block<kV2, kWarps, 2, barrier_chunks(2, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 2 || kMaxN8 == 2)
+      return mma_block<kV2, kWarps, 2, barrier_chunks(2, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 3) {
-    if (n8 == 3 || kMaxN8 == 3) return mma_block<kV2, kWarps, 3, barrier_chunks(3, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 3 || kMaxN8 == 3)
+      return mma_block<kV2, kWarps, 3, barrier_chunks(3, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
   if constexpr (kMaxN8 >= 4) {
-    if (n8 == 4 || kMaxN8 == 4) return mma_block<kV2, kWarps, 4, barrier_chunks(4, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
+    if (n8 == 4 || kMaxN8 == 4)
+      return mma_block<kV2, kWarps, 4, barrier_chunks(4, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
 }
 

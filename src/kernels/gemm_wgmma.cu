@@ -90,8 +90,8 @@ static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 
 template <bool kV2, int kWarpgroups>
 constexpr bool packed() {  // no padding: the launch asks for exactly the parts' bytes
   return sizeof(WgSharedStorage<kV2, kWarpgroups>) ==
-         static_cast<std::size_t>(kWgXsBytes + kWgStages * kWgStageBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) +
-                                  2 * 8 * kWgStages);
+         static_cast<std::size_t>(kWgXsBytes + kWgStages * kWgStageBytes +
+                                  (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) + 2 * 8 * kWgStages);
 }
 static_assert(packed<true, 2>() && packed<true, 4>() && packed<false, 2>() && packed<false, 4>());
 
@@ -181,7 +181,12 @@ struct WgWeights<false, kTileStep> {
 
   __device__ __forceinline__ WgWeights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_,
                                        const PipeLayout&, int)
-      : matrix(matrix_), stream(matrix_, tile_, chunks_, lane_), tile(tile_), chunks(chunks_), total(total_), c(0),
+      : matrix(matrix_),
+        stream(matrix_, tile_, chunks_, lane_),
+        tile(tile_),
+        chunks(chunks_),
+        total(total_),
+        c(0),
         lane(lane_) {
     if (total > 0) ahead = stream.next();
   }
@@ -226,8 +231,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
   // block of its own (items == 1).
   const bool group_active = (tile0 & ~3) < args.out_rows / 16;
-  const std::uint8_t* matrix =
-      args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+  const std::uint8_t* matrix = args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
   // Shared-window addresses of the storage's members, as offsets from the ring's: one address
   // conversion, and the barrier addresses stay immediates from it.
@@ -424,9 +428,9 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 // The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernel's
 // copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row.
 CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                              const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
   // The driver's entry point, found once (the project does not link libcuda itself).
   static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
   CUtensorMap map{};
@@ -434,9 +438,10 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
   const cuuint32_t box[2] = {kChunkElems, 16};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult status = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides,
-                                 box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult status =
+      encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides, box,
+             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (status != CUDA_SUCCESS) {
     const std::string what = "grouped_gemm: cuTensorMapEncodeTiled for " + std::to_string(rows) + " x " +
                              std::to_string(cols) + " routed rows";

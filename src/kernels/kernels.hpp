@@ -56,17 +56,15 @@ void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, s
                      Stream stream);
 void x16_to_natural_order(std::span<std::uint16_t> values, int cols);
 // 4. the same without the gather: a16[i] = half(a[i] / s).
-void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as,
-                   Stream stream);
+void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as, Stream stream);
 // 2 and 5. y[i][o] = xs[i] * scale_e * sum_k x16[i][k] * w_e[o][k] for every CSR row i of expert e.
 // `plan_items` is the device copy of plan.items. No atomics: a fixed reduction order per element.
 // This form launches the tile choose_gemm_tile picks; the plan must come from plan_grouped_gemm
 // with the same routing (the kernel traps on a plan cut for another tile).
-void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w,
-                  const DeviceRouting& routing, const std::int32_t* plan_items, int plan_grid,
-                  float* y, Stream stream);
-void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w,
-                  const DeviceRouting& routing, const DeviceGemmPlan& plan, float* y, Stream stream);
+void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
+                  const std::int32_t* plan_items, int plan_grid, float* y, Stream stream);
+void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
+                  const DeviceGemmPlan& plan, float* y, Stream stream);
 // 3. a = silu(g) * u, n elements.
 void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream);
 // 6. out[t][h] = sum over the token's pairs j = 0..k-1 (fmaf, in order) of weight * y[pair_row].

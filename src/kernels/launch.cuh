@@ -35,9 +35,11 @@ inline void prepare_smem(const void* kernel, int bytes, const char* what) {
   static std::set<std::pair<const void*, int>> done;
   const std::lock_guard<std::mutex> lock(mutex);
   if (done.count({kernel, device}) != 0) return;
-  check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+  check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  cudaSharedmemCarveoutMaxShared),
              what);
-  if (bytes > 48 * 1024) check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
+  if (bytes > 48 * 1024)
+    check_call(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
   done.insert({kernel, device});
 }
 

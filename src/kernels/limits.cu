@@ -84,9 +84,9 @@ template <StreamKind kKind, int kBytes, int kUnroll>
 void launch_stream(const void* src, void* dst, std::int64_t bytes, const StreamShape& shape, std::uint32_t* sink,
                    cudaStream_t stream) {
   using T = typename VectorOf<kBytes>::type;
-  stream_kernel<kKind, kBytes, kUnroll><<<static_cast<unsigned int>(shape.blocks), static_cast<unsigned int>(shape.threads),
-                                          0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), bytes / kBytes,
-                                                       sink);
+  stream_kernel<kKind, kBytes, kUnroll>
+      <<<static_cast<unsigned int>(shape.blocks), static_cast<unsigned int>(shape.threads), 0, stream>>>(
+          static_cast<const T*>(src), static_cast<T*>(dst), bytes / kBytes, sink);
   detail::check_launch("stream_memory");
 }
 
@@ -152,8 +152,9 @@ __global__ void __launch_bounds__(kPeakMaxThreads) mma_peak_kernel(int iteration
 
 template <int kN>
 void launch_peak(const MmaPeakShape& shape, int iterations, float* sink, cudaStream_t stream) {
-  mma_peak_kernel<kN><<<static_cast<unsigned int>(shape.blocks), static_cast<unsigned int>(128 * shape.warpgroups), 0,
-                        stream>>>(iterations, sink);
+  mma_peak_kernel<kN>
+      <<<static_cast<unsigned int>(shape.blocks), static_cast<unsigned int>(128 * shape.warpgroups), 0, stream>>>(
+          iterations, sink);
   detail::check_launch("mma_peak");
 }
 
@@ -162,8 +163,8 @@ void launch_peak(const MmaPeakShape& shape, int iterations, float* sink, cudaStr
 void stream_memory(StreamKind kind, const void* src, void* dst, std::int64_t bytes, const StreamShape& shape,
                    std::uint32_t* sink, Stream stream) {
   if (bytes <= 0 || bytes % 16 != 0 || shape.blocks < 1 || shape.threads < 32 || shape.threads > 1024) {
-    throw std::invalid_argument("stream_memory: " + std::to_string(bytes) + " bytes in " + std::to_string(shape.blocks) +
-                                " x " + std::to_string(shape.threads) +
+    throw std::invalid_argument("stream_memory: " + std::to_string(bytes) + " bytes in " +
+                                std::to_string(shape.blocks) + " x " + std::to_string(shape.threads) +
                                 "; accepted: a positive multiple of 16 bytes, >= 1 block of 32..1024 threads");
   }
   switch (kind) {
@@ -183,7 +184,8 @@ bool mma_peak_built() {
 
 void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream) {
   if (!mma_peak_built()) {
-    throw std::invalid_argument("mma_peak: this build has no sm_90a code (wgmma): build with CMAKE_CUDA_ARCHITECTURES=90a");
+    throw std::invalid_argument(
+        "mma_peak: this build has no sm_90a code (wgmma): build with CMAKE_CUDA_ARCHITECTURES=90a");
   }
   if (shape.blocks < 1 || shape.warpgroups < 1 || 128 * shape.warpgroups > kPeakMaxThreads || iterations < 1) {
     throw std::invalid_argument("mma_peak: " + std::to_string(shape.blocks) + " blocks of " +
@@ -194,8 +196,7 @@ void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream str
     case 64: return launch_peak<64>(shape, iterations, sink, stream);
     case 128: return launch_peak<128>(shape, iterations, sink, stream);
     case 160: return launch_peak<160>(shape, iterations, sink, stream);
-    default:
-      throw std::invalid_argument("mma_peak: N " + std::to_string(shape.n) + "; accepted: 64, 128 or 160");
+    default: throw std::invalid_argument("mma_peak: N " + std::to_string(shape.n) + "; accepted: 64, 128 or 160");
   }
 }
 

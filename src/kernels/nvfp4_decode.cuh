@@ -51,8 +51,7 @@ __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t
   // Bytes [code_g, 0, code_g8, 0]: a selector nibble with bit 3 set copies the sign of its byte,
   // and a UE4M3 code's top bit is always 0.
   const std::uint32_t selector = static_cast<std::uint32_t>(kk | ((8 | kk) << 4) | ((4 + kk) << 8) | ((8 | kk) << 12));
-  const __half2 scale_pair =
-      __hmul2(as_half2(prmt(scales_g, scales_g8, selector) << 7), __float2half2_rn(256.0f));
+  const __half2 scale_pair = __hmul2(as_half2(prmt(scales_g, scales_g8, selector) << 7), __float2half2_rn(256.0f));
   const __half2 scale_g = __low2half2(scale_pair);
   const __half2 scale_g8 = __high2half2(scale_pair);
   std::uint32_t h[4];

@@ -158,7 +158,8 @@ __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) 
   constexpr std::uint64_t kLeading = 1;
   constexpr std::uint64_t kStride = 1024 >> 4;
   constexpr std::uint64_t kSwizzle128 = 1;
-  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) | (kSwizzle128 << 62);
+  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) |
+         (kSwizzle128 << 62);
 }
 
 }  // namespace tpgraph::kernels::detail

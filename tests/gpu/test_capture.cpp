@@ -71,9 +71,7 @@ std::int64_t resident_bytes() {
   return resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-std::int64_t device_free_bytes() {
-  return static_cast<std::int64_t>(cuda::memory_info(0).free);
-}
+std::int64_t device_free_bytes() { return static_cast<std::int64_t>(cuda::memory_info(0).free); }
 
 }  // namespace
 

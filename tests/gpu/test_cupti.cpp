@@ -58,16 +58,17 @@ class Cublas {
 struct TwoStreamGraph {
   static constexpr int kNodes = 7;
   static constexpr int kSwigluNode = 3;
-  static constexpr std::array<ActivityKind, kNodes> kind = {
-      ActivityKind::memset, ActivityKind::memset, ActivityKind::memcpy, ActivityKind::kernel,
-      ActivityKind::memcpy, ActivityKind::kernel, ActivityKind::memset};
+  static constexpr std::array<ActivityKind, kNodes> kind = {ActivityKind::memset, ActivityKind::memset,
+                                                            ActivityKind::memcpy, ActivityKind::kernel,
+                                                            ActivityKind::memcpy, ActivityKind::kernel,
+                                                            ActivityKind::memset};
 
   cuda::Stream s0 = cuda::make_stream(kDevice);
   cuda::Stream s1 = cuda::make_stream(kDevice);
   cuda::Event fork = cuda::make_event(kDevice, false);
   cuda::Event join = cuda::make_event(kDevice, false);
-  cuda::DeviceBuffer<float> a{kDevice, kFloats}, b{kDevice, kFloats}, c{kDevice, kFloats},
-      d{kDevice, kFloats}, e{kDevice, kFloats};
+  cuda::DeviceBuffer<float> a{kDevice, kFloats}, b{kDevice, kFloats}, c{kDevice, kFloats}, d{kDevice, kFloats},
+      e{kDevice, kFloats};
   Cublas blas;
   cuda::Graph graph;
 
@@ -92,8 +93,7 @@ struct TwoStreamGraph {
       cupti.map_node(last_captured(t0), kSwigluNode);
       TPG_CUDA(cudaMemcpyAsync(d.get(), b.get(), kBytes, cudaMemcpyDefault, t1));
       cupti.map_node(last_captured(t1), 4);
-      REQUIRE(cublasSaxpy(blas.get(), kFloats, &alpha, b.get(), 1, d.get(), 1) ==
-              CUBLAS_STATUS_SUCCESS);
+      REQUIRE(cublasSaxpy(blas.get(), kFloats, &alpha, b.get(), 1, d.get(), 1) == CUBLAS_STATUS_SUCCESS);
       cupti.map_node(last_captured(t1), 5);
       TPG_CUDA(cudaEventRecord(join.get(), t1));
       TPG_CUDA(cudaStreamWaitEvent(t0, join.get()));
@@ -113,8 +113,7 @@ std::map<NodeReplay, int> count_by_node_and_replay(const std::vector<ActivityRec
 
 }  // namespace
 
-TEST_CASE("a replayed graph gives one record per node per replay, tied to node and replay",
-          "[cupti][gpu]") {
+TEST_CASE("a replayed graph gives one record per node per replay, tied to node and replay", "[cupti][gpu]") {
   Collector cupti;  // before any capture
   TwoStreamGraph g;
   cupti.begin_variant();
@@ -133,8 +132,8 @@ TEST_CASE("a replayed graph gives one record per node per replay, tied to node a
   CollectionHealth health;
   const std::vector<ActivityRecord> records = cupti.collect(health);
 
-  INFO("dropped " << health.dropped << ", no timestamp " << health.no_timestamp << ", unmatched "
-                  << health.unmatched << ", records " << records.size());
+  INFO("dropped " << health.dropped << ", no timestamp " << health.no_timestamp << ", unmatched " << health.unmatched
+                  << ", records " << records.size());
   CHECK(health.clean());
   CHECK(records.size() == std::size_t{TwoStreamGraph::kNodes} * (kReplays + 1));
   const auto counts = count_by_node_and_replay(records);
@@ -194,8 +193,7 @@ TEST_CASE("eager work is tied to the node and replay of its tag", "[cupti][gpu]"
   }
 }
 
-TEST_CASE("records lie between CUPTI timestamps taken on the host around the work",
-          "[cupti][gpu]") {
+TEST_CASE("records lie between CUPTI timestamps taken on the host around the work", "[cupti][gpu]") {
   Collector cupti;
   cuda::DeviceScope scope(kDevice);
   cuda::Stream stream = cuda::make_stream(kDevice);
@@ -218,8 +216,7 @@ TEST_CASE("records lie between CUPTI timestamps taken on the host around the wor
   CHECK(records[0].end_ns <= after);
 }
 
-TEST_CASE("with tracing off a replay leaves no record; back on, every replay is recorded",
-          "[cupti][gpu]") {
+TEST_CASE("with tracing off a replay leaves no record; back on, every replay is recorded", "[cupti][gpu]") {
   Collector cupti;
   TwoStreamGraph g;
   cupti.begin_variant();

@@ -121,8 +121,7 @@ void require_all_written(const RankTrace& t) {
   CHECK(nan_count(t.out) == 0);
 }
 
-void require_close(const std::vector<float>& gpu, const std::vector<float>& ref, double tolerance,
-                   const char* what) {
+void require_close(const std::vector<float>& gpu, const std::vector<float>& ref, double tolerance, const char* what) {
   const Comparison cmp = compare_to_reference(gpu, ref, tolerance);
   INFO(what << ": compared " << cmp.compared << ", mismatches " << cmp.mismatches << ", NaN " << cmp.nan_count
             << ", max rel err " << cmp.max_rel_err << " (tolerance " << tolerance << "), absmax " << cmp.absmax);
@@ -401,6 +400,8 @@ TEST_CASE("the tensor-core peak kernel runs every shape bench sweeps", "[gpu][li
   }
   const auto s = sink.download();
   CHECK(std::all_of(s.begin(), s.end(), [](float v) { return v == 0.0f; }));  // the guarded store never fires
-  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{96, 1, 1}, 8, sink.get(), stream.get()), std::invalid_argument);
-  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{160, 4, 1}, 8, sink.get(), stream.get()), std::invalid_argument);
+  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{96, 1, 1}, 8, sink.get(), stream.get()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{160, 4, 1}, 8, sink.get(), stream.get()),
+                  std::invalid_argument);
 }

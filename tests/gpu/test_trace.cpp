@@ -107,8 +107,9 @@ bool have_example() { return std::string(TPGRAPH_EXAMPLE_GRAPH).size() > 0; }
 
 // python3 with a PyTorch that sees a GPU: the PyTorch examples need it.
 bool have_torch() {
-  return std::system("python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' "
-                     ">/dev/null 2>&1") == 0;
+  return std::system(
+             "python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' "
+             ">/dev/null 2>&1") == 0;
 }
 
 // A test that needs what this machine lacks is reported skipped (Catch2 v2 has no SKIP: a warning).

@@ -1,12 +1,12 @@
 // Hand-built runs for the GPU-free tests of the timeline analysis and its outputs: the real layer
 // graph of a small scenario, and CUPTI-like records placed where a test wants them.
 #pragma once
+#include <unistd.h>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 #include <string>
 #include <vector>
 

@@ -405,7 +405,8 @@ TEST_CASE("analyze --out refuses another run's folder and leaves it as it was", 
     std::filesystem::remove_all(out);
   }
   SECTION("and a path that is a file is not a folder") {
-    const Exit f = run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + (run_b / "report.md").string() + "\"", run_a);
+    const Exit f =
+        run_tpgraph("analyze \"" + run_a.string() + "\" --out \"" + (run_b / "report.md").string() + "\"", run_a);
     CHECK(f.code == 2);
   }
   std::filesystem::remove_all(run_a);
@@ -453,7 +454,8 @@ TEST_CASE("analyze writes the folder aside and leaves no staging behind", "[anal
   CHECK(std::filesystem::is_regular_file(dir / "join" / "trace.json"));
   SECTION("--no-trace and --no-timeline skip the large files") {
     const auto out = fresh_temp_dir("skip");
-    const Exit e = run_tpgraph("analyze \"" + dir.string() + "\" --out \"" + out.string() + "\" --no-trace --no-timeline", dir);
+    const Exit e =
+        run_tpgraph("analyze \"" + dir.string() + "\" --out \"" + out.string() + "\" --no-trace --no-timeline", dir);
     INFO(e.output);
     CHECK(e.code == 0);
     CHECK(std::filesystem::is_regular_file(out / "join" / "graph.dot"));

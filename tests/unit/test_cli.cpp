@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace {
@@ -30,8 +30,8 @@ Result tpgraph(const std::string& args, const std::string& env = "") {
   static int serial = 0;
   const auto err_file = std::filesystem::temp_directory_path() /
                         ("tpgraph-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".err");
-  const std::string command = "cd '" + kSource + "' && " + env + " '" + TPGRAPH_BINARY + "' " + args + " 2>'" +
-                              err_file.string() + "'";
+  const std::string command =
+      "cd '" + kSource + "' && " + env + " '" + TPGRAPH_BINARY + "' " + args + " 2>'" + err_file.string() + "'";
   Result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -116,9 +116,9 @@ TEST_CASE("flags override the scenario file, the file overrides the defaults", "
   INFO(r.output);
   REQUIRE(r.status == 0);
   const auto s = nlohmann::json::parse(r.out).at("scenario");
-  CHECK(s.at("copy_rows") == 7);        // flag over file (32)
-  CHECK(s.at("layers") == 2);           // flag over default
-  CHECK(s.at("root_busy") == 4);        // file over default
+  CHECK(s.at("copy_rows") == 7);  // flag over file (32)
+  CHECK(s.at("layers") == 2);     // flag over default
+  CHECK(s.at("root_busy") == 4);  // file over default
   CHECK(s.at("peer_copy") == "per-rank");
   CHECK(s.at("geometry").at("tokens") == 4096);  // default
 }
@@ -211,7 +211,8 @@ int status_of(const std::string& args) {
 }  // namespace
 
 TEST_CASE("numeric flags are parsed whole: no wrap-around, no silent drop", "[cli][errors][hostile]") {
-  check_rejected("plan --seed -1", "--seed: '-1' is not accepted; accepted: a whole number from 0 to 18446744073709551615");
+  check_rejected("plan --seed -1",
+                 "--seed: '-1' is not accepted; accepted: a whole number from 0 to 18446744073709551615");
   check_rejected("plan --seed 18446744073709551616", "--seed: '18446744073709551616' is not accepted");
   // bench parses its own seed the same way, before it looks for a GPU.
   check_rejected("bench --seed -1", "--seed: '-1' is not accepted");

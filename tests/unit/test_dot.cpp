@@ -1,10 +1,10 @@
 #include "catch.hpp"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "core/dot.hpp"
 #include "core/layer_graph.hpp"
@@ -61,7 +61,8 @@ TEST_CASE("DOT draws cross-rank edges apart from stream edges", "[dot]") {
   const auto text = layer_graph_dot(graph, s);
   const int fork = graph.find("r0.busy0")->id, begin = graph.find("r1.begin")->id;
   const int end = graph.find("r1.end")->id, join = graph.find("r1->r0.copy")->id;
-  CHECK(mentions(text, "n" + std::to_string(fork) + " -> n" + std::to_string(begin) + " [color=\"#d62728\", penwidth=2.5,"));
+  CHECK(mentions(text,
+                 "n" + std::to_string(fork) + " -> n" + std::to_string(begin) + " [color=\"#d62728\", penwidth=2.5,"));
   CHECK(mentions(text, "n" + std::to_string(end) + " -> n" + std::to_string(join) +
                            " [color=\"#d62728\", penwidth=2.5, style=dashed"));
   const int gate = graph.find("r1.gate")->id, up = graph.find("r1.up")->id;
@@ -115,7 +116,8 @@ TEST_CASE("every scenario in graphs/ renders through Graphviz", "[dot][graphviz]
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("DOT with a timeline carries each node's median duration and wait, filled by share of the span", "[dot][why]") {
+TEST_CASE("DOT with a timeline carries each node's median duration and wait, filled by share of the span",
+          "[dot][why]") {
   // Two ranks on one GPU taking turns: every node runs 10 µs of a 140 µs replay (7.1%) and waits
   // 10 µs while the other rank's node runs.
   Scenario s;

@@ -46,9 +46,8 @@ void check_cover(const Routing& r, int out_rows, int in_cols, int tile) {
   std::vector<int> hits(static_cast<std::size_t>(row_blocks) * static_cast<std::size_t>(r.n_pairs()), 0);
   std::int64_t bad_items = 0;
   for (const Item& it : items) {
-    const bool fields_ok = it.rows >= 1 && it.rows <= shape.block_tokens() && it.row_blocks >= 1 &&
-                           it.row_block >= 0 && it.row_block + it.row_blocks <= row_blocks &&
-                           (shape.wgmma || it.row_blocks == 1) &&
+    const bool fields_ok = it.rows >= 1 && it.rows <= shape.block_tokens() && it.row_blocks >= 1 && it.row_block >= 0 &&
+                           it.row_block + it.row_blocks <= row_blocks && (shape.wgmma || it.row_blocks == 1) &&
                            // several row blocks only where all are full (no idle warpgroups)
                            (it.row_blocks == 1 || (it.row_block + it.row_blocks) * shape.block_rows() <= out_rows) &&
                            it.begin >= 0 && it.begin + it.rows <= r.n_pairs();
@@ -106,7 +105,8 @@ TEST_CASE("wgmma blocks walk several row blocks where K is short", "[plan]") {
     const int tokens = kernels::gemm_tile(tile).block_tokens();
     expected += static_cast<std::size_t>((rows + tokens - 1) / tokens);
   }
-  const int gate_row_blocks = (g.ff + kernels::gemm_tile(tile).block_rows() - 1) / kernels::gemm_tile(tile).block_rows();
+  const int gate_row_blocks =
+      (g.ff + kernels::gemm_tile(tile).block_rows() - 1) / kernels::gemm_tile(tile).block_rows();
   CHECK(gate.size() == expected * static_cast<std::size_t>(gate_row_blocks));
 }
 

@@ -46,8 +46,7 @@ TEST_CASE("half_to_float gives the exact value of each kind of code", "[half]") 
   CHECK(std::bit_cast<std::uint32_t>(half_to_float(0xfe01)) == 0x7fffffffu);
 }
 
-TEST_CASE("float_to_half rounds ties to even, saturates to inf, and flushes below half a subnormal",
-          "[half]") {
+TEST_CASE("float_to_half rounds ties to even, saturates to inf, and flushes below half a subnormal", "[half]") {
   SECTION("normal ties") {
     CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3c00);  // between 0x3c00 and 0x3c01: even
     CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3c02);

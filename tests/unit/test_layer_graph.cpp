@@ -275,12 +275,11 @@ TEST_CASE("every combination of variants gives a well-formed graph", "[layer_gra
             s.root_busy = busy;
             s.layers = layers;
             const auto g = build(s);
-            INFO(to_string(peer) << " " << to_string(join) << " " << to_string(alloc) << " busy " << busy
-                                 << " layers " << layers);
+            INFO(to_string(peer) << " " << to_string(join) << " " << to_string(alloc) << " busy " << busy << " layers "
+                                 << layers);
             const int per_rank_chain = 9 + (alloc == AllocKind::fresh ? 2 : 0);
             const int copies = (peer == PeerCopy::none ? 0 : 2) + (join == JoinKind::none ? 0 : 2);
-            const int expected =
-                layers * (3 * per_rank_chain + busy + copies + (join == JoinKind::reduce ? 1 : 0));
+            const int expected = layers * (3 * per_rank_chain + busy + copies + (join == JoinKind::reduce ? 1 : 0));
             CHECK(static_cast<int>(g.nodes.size()) == expected);
             check_well_formed(g);
           }

@@ -167,8 +167,7 @@ TEST_CASE("a block of E2M1 multiples of its scale quantizes exactly", "[nvfp4]")
   const float tensor_scale = 0x1p-10f;
   const float step = 20.0f * tensor_scale;  // 20 is UE4M3 0x5a
   std::vector<float> values(2 * 64);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] = e2m1_decode(static_cast<std::uint8_t>(i * 7 % 16)) * step;
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = e2m1_decode(static_cast<std::uint8_t>(i * 7 % 16)) * step;
   // Every block must reach 6 * step, and the matrix amax must give the tensor scale above.
   for (std::size_t b = 0; b < values.size() / 16; ++b) values[16 * b + 5] = -6.0f * step;
   values[0] = 6.0f * kUE4M3Max * tensor_scale;
@@ -188,8 +187,7 @@ TEST_CASE("quantize/dequantize error stays within amax_block * 17/96 on random d
   std::vector<float> values(static_cast<std::size_t>(rows) * cols);
   fill_normal(random_stream_key(11, 9, 1, 0), 0, 1.0f, values);
   // Blocks with very different magnitudes, so the scales cover much of UE4M3's normal range.
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] *= std::ldexp(1.0f, static_cast<int>(i / 16 % 9) - 4);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] *= std::ldexp(1.0f, static_cast<int>(i / 16 % 9) - 4);
   const Nvfp4Matrix m = nvfp4_quantize(values, rows, cols);
   const auto back = nvfp4_dequantize(m);
   double worst_ratio = 0;  // max error / block amax
@@ -209,8 +207,7 @@ TEST_CASE("quantize/dequantize error stays within amax_block * 17/96 on random d
       sum_sq += static_cast<double>(values[i]) * values[i];
     }
   }
-  INFO("worst error / block amax = " << worst_ratio
-                                     << ", rms error / rms = " << std::sqrt(sum_sq_err / sum_sq));
+  INFO("worst error / block amax = " << worst_ratio << ", rms error / rms = " << std::sqrt(sum_sq_err / sum_sq));
   CHECK(checked_blocks > static_cast<int>(values.size() / 16) * 9 / 10);
   CHECK(worst_ratio <= 17.0 / 96.0 * (1 + 1e-6));
   CHECK(std::sqrt(sum_sq_err / sum_sq) < 0.12);  // about 0.09 for normal data

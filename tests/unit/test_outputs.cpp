@@ -121,9 +121,7 @@ TEST_CASE("a bad records.json is an InputError naming the file and the problem",
     write_text(file, "{\"traceEvents\": []}");
     CHECK(contains(load_error(file), "not a tpgraph records file"));
   }
-  SECTION("no file") {
-    CHECK(contains(load_error(dir / "absent.json"), "cannot open"));
-  }
+  SECTION("no file") { CHECK(contains(load_error(dir / "absent.json"), "cannot open")); }
   std::filesystem::remove_all(dir);
 }
 
@@ -184,7 +182,9 @@ TEST_CASE("timeline.svg is well-formed XML with lanes, a legend and the largest 
   CHECK(contains(svg, "wait (start - ready)"));
   CHECK(contains(svg, "serial &lt;&amp;&gt; &quot;quoted&quot;"));
   // Ready at the replay's start, it waited 72 µs: 70 while rank 0's chain held the GPU, 2 idle.
-  CHECK(contains(svg, "r1.quant_z waited 72.0 µs: contention 70.0 (r0.quant_z 10.0, r0.gate 10.0, r0.up 10.0, others 40.0), idle 2.0"));
+  CHECK(contains(
+      svg,
+      "r1.quant_z waited 72.0 µs: contention 70.0 (r0.quant_z 10.0, r0.gate 10.0, r0.up 10.0, others 40.0), idle 2.0"));
   CHECK(contains(svg, "url(#wait-hatch)"));
 }
 
@@ -363,7 +363,8 @@ TEST_CASE("the report names each wait's parts and occupants", "[outputs][why]") 
   const RunData run = turns_run();
   const RunAnalysis a = analyze_run(run);
   // Every wait is 10 µs; the first of equals in node order leads the terminal's top waits.
-  CHECK(contains(render_terminal_table(run, a), "top waits: r0.gate waited 10.0 µs: contention 10.0 (r1.quant_z 10.0)"));
+  CHECK(
+      contains(render_terminal_table(run, a), "top waits: r0.gate waited 10.0 µs: contention 10.0 (r1.quant_z 10.0)"));
   CHECK(contains(render_report_markdown(run, a), "waited 10.0 µs: contention 10.0 (r0.gate 10.0)"));
   const json report = json::parse(render_report_json(run, a));
   CHECK(report["schema_version"] == 2);
@@ -408,8 +409,9 @@ TEST_CASE("report.json carries the critical path, outliers and steadiness", "[ou
     CHECK(total == Approx(rt["span_us"].get<double>()));
   }
   const std::string md = render_report_markdown(run, a);
-  CHECK(contains(md, "replay 6: span 101.0 µs, OVERLAPPED; r1.quant_z started +30.0 µs from its usual offset, "
-                     "waited 31.0 µs: contention 31.0"));
+  CHECK(contains(md,
+                 "replay 6: span 101.0 µs, OVERLAPPED; r1.quant_z started +30.0 µs from its usual offset, "
+                 "waited 31.0 µs: contention 31.0"));
   CHECK(contains(md, "(its median wait 1.0)"));
   CHECK(contains(md, "Steadiness: steady"));
   CHECK(contains(render_terminal_table(run, a), "outliers: 1 of 12 replays; furthest: replay 6"));
@@ -424,7 +426,8 @@ TEST_CASE("a run that is not steady says so above the table in the terminal and 
   }
   const RunData run = single_variant_run(std::move(v));
   const RunAnalysis a = analyze_run(run);
-  const std::string line = "NOTE: drift is NOT STEADY: median span 71.0 µs in the first 3 replays, 111.0 µs in the last 3";
+  const std::string line =
+      "NOTE: drift is NOT STEADY: median span 71.0 µs in the first 3 replays, 111.0 µs in the last 3";
   CHECK(contains(render_terminal_table(run, a), line));
   CHECK(contains(render_report_markdown(run, a), line));
   const json r = json::parse(render_report_json(run, a));
@@ -533,7 +536,8 @@ TEST_CASE("every writer reads a traced program's graph: kernel nodes, three rank
   run.env.devices.push_back(DeviceInfo{1, "NVIDIA H200", 132, 150'000'000'000, "0000:2a:00.0"});
   const RunAnalysis a = analyze_run(run);
   const std::string md = render_report_markdown(run, a);
-  CHECK(contains(render_terminal_table(run, a), "r0.ncclAllReduce waited 15.0 µs: contention 10.0 (r1.gemm 10.0), idle 5.0"));
+  CHECK(contains(render_terminal_table(run, a),
+                 "r0.ncclAllReduce waited 15.0 µs: contention 10.0 (r1.gemm 10.0), idle 5.0"));
   CHECK(contains(md, "| r0.ncclAllReduce | r0 | kernel | r0.gemm |"));
   CHECK(contains(md, verdict_basis_text(a.variants[0])));
   CHECK(contains(verdict_basis_text(a.variants[0]), "busy overlap for ranks on the root's GPU"));

@@ -47,8 +47,7 @@ bool same_bytes(const RankWeights& a, const RankWeights& b) {
 // A matrix written byte by byte from the v1 layout's definition: element (o, k) holds the E2M1
 // code code(o, k) and every block scale is UE4M3 1.0 (0x38), so its value is
 // e2m1(code) * tensor_scale.
-Nvfp4Matrix matrix_from_codes(int rows, int cols, float tensor_scale,
-                              const std::function<int(int, int)>& code) {
+Nvfp4Matrix matrix_from_codes(int rows, int cols, float tensor_scale, const std::function<int(int, int)>& code) {
   Nvfp4Matrix m;
   m.rows = rows;
   m.cols = cols;
@@ -109,15 +108,15 @@ std::vector<float> gemm_like_gpu(const Nvfp4Matrix& w, const std::vector<float>&
   return y;
 }
 
-std::vector<float> rank_like_gpu(const Geometry& g, const Routing& r, const RankWeights& w,
-                                 const std::vector<float>& z, const std::vector<int>& tokens, Bug bug) {
+std::vector<float> rank_like_gpu(const Geometry& g, const Routing& r, const RankWeights& w, const std::vector<float>& z,
+                                 const std::vector<int>& tokens, Bug bug) {
   const auto h = static_cast<std::size_t>(g.hidden);
   std::vector<float> out(tokens.size() * h, 0.0f);
   std::vector<float> z16, a16;
   for (std::size_t ti = 0; ti < tokens.size(); ++ti) {
     for (int j = 0; j < g.top_k; ++j) {
-      const auto p = static_cast<std::size_t>(tokens[ti]) * static_cast<std::size_t>(g.top_k) +
-                     static_cast<std::size_t>(j);
+      const auto p =
+          static_cast<std::size_t>(tokens[ti]) * static_cast<std::size_t>(g.top_k) + static_cast<std::size_t>(j);
       if (bug == Bug::missing_pair && ti == 0 && j == g.top_k - 1) continue;
       int e = route_expert(p, g.experts);
       if (bug == Bug::wrong_expert && ti == 0 && j == 0) e = (e + 1) % g.experts;
@@ -226,8 +225,7 @@ TEST_CASE("a hand-checkable layer: one expert, top-1, hidden = ff = 64", "[refer
   w.up.push_back(matrix_from_codes(64, 64, 1.0f / 64, [](int, int) { return 4; }));
   w.down.push_back(matrix_from_codes(64, 64, 0.25f, down_code));
   std::vector<float> z(2 * 64, 1.0f);
-  for (int k = 0; k < 64; ++k)
-    z[64 + static_cast<std::size_t>(k)] = k % 2 == 0 ? 0.5f : -0.5f;  // token 1: g = u = 0
+  for (int k = 0; k < 64; ++k) z[64 + static_cast<std::size_t>(k)] = k % 2 == 0 ? 0.5f : -0.5f;  // token 1: g = u = 0
 
   auto value = [&](int code) { return (code & 8 ? -1.0 : 1.0) * e2m1[code & 7]; };
   std::vector<double> a(64);
@@ -255,8 +253,7 @@ TEST_CASE("the ranks' outputs summed in rank order are the layer output", "[refe
   const Routing r = build_routing(g);
   const auto z = make_layer_input(g, 3);
   std::vector<RankWeights> ranks;
-  for (int rank = 0; rank < g.ranks; ++rank)
-    ranks.push_back(make_rank_weights(g, rank, WeightsKind::random, 3));
+  for (int rank = 0; rank < g.ranks; ++rank) ranks.push_back(make_rank_weights(g, rank, WeightsKind::random, 3));
   const auto tokens = all_tokens(g.tokens);
   const auto layer = reference_layer_output(g, r, ranks, z, tokens);
   const auto o0 = reference_rank_output(g, r, ranks[0], z, tokens);
@@ -283,8 +280,8 @@ TEST_CASE("a subset of tokens gives exactly the rows of the full per-stage compu
       REQUIRE(part[i * h + k] == trace.out[static_cast<std::size_t>(subset[i]) * h + k]);
   }
   // The output is not degenerate.
-  const auto amax = std::accumulate(part.begin(), part.end(), 0.0f,
-                                    [](float m, float v) { return std::max(m, std::fabs(v)); });
+  const auto amax =
+      std::accumulate(part.begin(), part.end(), 0.0f, [](float m, float v) { return std::max(m, std::fabs(v)); });
   CHECK(amax > 0.05f);
   CHECK(amax < 20.0f);
 }
@@ -301,8 +298,7 @@ TEST_CASE("the trace's stages agree with the per-stage helpers", "[reference]") 
   const std::size_t row = 0;
   const auto e = static_cast<std::size_t>(r.active_experts[0]);
   std::vector<std::uint16_t> z16(h);
-  const float zs =
-      quantize_row_to_half(std::span(z).subspan(static_cast<std::size_t>(r.row_token[row]) * h, h), z16);
+  const float zs = quantize_row_to_half(std::span(z).subspan(static_cast<std::size_t>(r.row_token[row]) * h, h), z16);
   CHECK(zs == tr.zs[row]);
   CHECK(std::equal(z16.begin(), z16.end(), tr.z16.begin()));
   std::vector<float> gate(ff);

@@ -1,12 +1,12 @@
 #include "catch.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "core/json_input.hpp"
@@ -40,8 +40,8 @@ TEST_CASE("every built-in scenario is a file in graphs/ and every file is built 
   for (const auto& entry : std::filesystem::directory_iterator(kGraphs))
     if (entry.path().extension() == ".json") files.insert(entry.path().stem().string());
   CHECK(files == std::set<std::string>(names.begin(), names.end()));
-  for (const char* required : {"baseline", "peer-copy", "copy-first", "join", "layers", "fresh-alloc",
-                               "root-busy", "eager"}) {
+  for (const char* required :
+       {"baseline", "peer-copy", "copy-first", "join", "layers", "fresh-alloc", "root-busy", "eager"}) {
     CHECK(files.count(required) == 1);
   }
 }
@@ -280,9 +280,9 @@ TEST_CASE("names and descriptions with control characters are refused", "[scenar
   CHECK(mentions(rejection("{\"name\": \"a\\u0000b\"}"), "name \"a\\u0000b\" holds a control character"));
   CHECK(mentions(rejection("{\"name\": \"a\\nb\"}"), "control character"));
   CHECK(mentions(rejection("{\"description\": \"\\u001b]0;title\\u0007\"}"), "description"));
-  CHECK(rejection("{\"description\": \"two\\nlines\\tand a tab\"}").empty());  // paragraphs are text
+  CHECK(rejection("{\"description\": \"two\\nlines\\tand a tab\"}").empty());    // paragraphs are text
   CHECK(mentions(rejection("{\"name\": \"a\\u0085b\"}"), "control character"));  // C1 (NEL)
-  CHECK(rejection("{\"name\": \"gr\\u00fc\\u00dfe-\\u4e2d\"}").empty());          // plain UTF-8 is fine
+  CHECK(rejection("{\"name\": \"gr\\u00fc\\u00dfe-\\u4e2d\"}").empty());         // plain UTF-8 is fine
 }
 
 TEST_CASE("a name that would collide with a run folder's files is refused", "[scenario][hostile]") {

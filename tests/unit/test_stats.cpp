@@ -36,8 +36,8 @@ TEST_CASE("percentiles interpolate linearly between ranks", "[stats]") {
   const std::vector<double> v{10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
   CHECK(stats::percentile(v, 0.0) == 1.0);
   CHECK(stats::percentile(v, 1.0) == 10.0);
-  CHECK(stats::percentile(v, 0.9) == Approx(9.1));   // position 8.1 of 0..9
-  CHECK(stats::percentile(v, 0.25) == Approx(3.25)); // position 2.25
+  CHECK(stats::percentile(v, 0.9) == Approx(9.1));    // position 8.1 of 0..9
+  CHECK(stats::percentile(v, 0.25) == Approx(3.25));  // position 2.25
   CHECK(stats::percentile(v, 0.5) == stats::median(v));
   // Out-of-range quantiles are held to the ends rather than read past them.
   CHECK(stats::percentile(v, 1.5) == 10.0);

@@ -12,7 +12,8 @@ namespace {
 const NodeWaitSummary& wait_of(const VariantRun& run, const VariantTimeline& v, std::string_view label) {
   const Node* n = run.graph.find(label);
   REQUIRE(n != nullptr);
-  const auto it = std::find_if(v.waits.begin(), v.waits.end(), [&](const NodeWaitSummary& w) { return w.node == n->id; });
+  const auto it =
+      std::find_if(v.waits.begin(), v.waits.end(), [&](const NodeWaitSummary& w) { return w.node == n->id; });
   REQUIRE(it != v.waits.end());
   return *it;
 }
@@ -63,7 +64,7 @@ TEST_CASE("overlap is the shared time over the shorter window", "[timeline]") {
   CHECK(overlap_fraction(0, 100, 20, 40) == Approx(1.0));  // the shorter lies inside the longer
   CHECK(overlap_fraction(0, 100, 100, 200) == 0.0);        // back to back
   CHECK(overlap_fraction(0, 100, 300, 400) == 0.0);
-  CHECK(overlap_fraction(0, 0, 0, 100) == 0.0);            // an empty window shares nothing
+  CHECK(overlap_fraction(0, 0, 0, 100) == 0.0);  // an empty window shares nothing
 }
 
 TEST_CASE("busy overlap is the time both unions of intervals cover over the smaller union", "[timeline]") {
@@ -488,7 +489,7 @@ TEST_CASE("a replay whose rank started late is an outlier, named with the node a
   const NodeTiming& t = v.timings[6][static_cast<std::size_t>(o.late_node)];
   CHECK(t.wait_us == Approx(31.0));
   CHECK(t.parts.contention_us == Approx(31.0));  // rank 0's chain held the GPU all along
-  CHECK(o.slow_by_us == Approx(0.0));              // no node ran longer than usual
+  CHECK(o.slow_by_us == Approx(0.0));            // no node ran longer than usual
   CHECK(v.steadiness.known);
   CHECK(v.steadiness.steady);
 }
@@ -501,7 +502,8 @@ TEST_CASE("an outlier replay names the node that ran longer than usual", "[timel
   for (const auto& a : run.records)
     if (a.replay == 4 && a.node == gate->id) gate_start = a.start_ns;
   for (auto& a : run.records) {
-    if (a.replay != 4 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 0 || a.start_ns < gate_start) continue;
+    if (a.replay != 4 || run.graph.nodes[static_cast<std::size_t>(a.node)].rank != 0 || a.start_ns < gate_start)
+      continue;
     if (a.node != gate->id) a.start_ns += 20'000;
     a.end_ns += 20'000;
   }

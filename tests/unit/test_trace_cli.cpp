@@ -69,7 +69,8 @@ TEST_CASE("trace answers a missing or non-executable command as a shell would", 
   const Outcome unknown = trace("--out '" + out.path.string() + "' -- tpgraph-no-such-command");
   CHECK(unknown.code == 127);
   CHECK(has(unknown.text, "command not found"));
-  const Outcome plain = trace("--out '" + out.path.string() + "' -- '" + std::string(TPGRAPH_SOURCE_DIR) + "/README.md'");
+  const Outcome plain =
+      trace("--out '" + out.path.string() + "' -- '" + std::string(TPGRAPH_SOURCE_DIR) + "/README.md'");
   CHECK(plain.code == 126);
   CHECK(has(plain.text, "not executable"));
 }

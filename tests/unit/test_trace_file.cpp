@@ -11,8 +11,8 @@
 #include "core/error.hpp"
 #include "core/record_join.hpp"
 #include "core/timeline.hpp"
-#include "core/trace_file.hpp"
 #include "core/trace.hpp"
+#include "core/trace_file.hpp"
 #include "core/traced_run.hpp"
 
 using namespace tpgraph;
@@ -40,8 +40,13 @@ struct FakeProcess {
 
   [[nodiscard]] std::string bytes() const {
     std::string out = file_header();
-    json meta{{"host", host}, {"boot_id", boot_id}, {"pid", pid}, {"ppid", 1}, {"exe", "/bin/fake"},
-              {"cupti_version", 130001}, {"started_ns", t0 - 1000}};
+    json meta{{"host", host},
+              {"boot_id", boot_id},
+              {"pid", pid},
+              {"ppid", 1},
+              {"exe", "/bin/fake"},
+              {"cupti_version", 130001},
+              {"started_ns", t0 - 1000}};
     meta["env"] = json::object();
     if (rank) meta["env"]["RANK"] = std::to_string(*rank);
     out += chunk(ChunkType::meta, meta.dump());
@@ -58,8 +63,8 @@ struct FakeProcess {
     json graph{{"exec", 1},
                {"graph_id", 7},
                {"nodes", nodes},
-               {"edges", json::array({json::array({0, 1}), json::array({0, 2}), json::array({1, 3}),
-                                      json::array({2, 3})})},
+               {"edges",
+                json::array({json::array({0, 1}), json::array({0, 2}), json::array({1, 3}), json::array({2, 3})})},
                {"clones", json::array({json::array({node_id_base + 100, 0}), json::array({node_id_base + 101, 1}),
                                        json::array({node_id_base + 102, 2}), json::array({node_id_base + 103, 3})})}};
     out += chunk(ChunkType::graph, graph.dump());
@@ -69,7 +74,8 @@ struct FakeProcess {
       const std::uint64_t b = t0 + shift + static_cast<std::uint64_t>(i) * period;
       const auto corr = static_cast<std::uint32_t>(10 + 5 * i);
       std::vector<WireRecord> rs;
-      const auto rec = [&](std::uint8_t kind, std::uint64_t s, std::uint64_t e, std::uint64_t node, std::uint32_t name) {
+      const auto rec = [&](std::uint8_t kind, std::uint64_t s, std::uint64_t e, std::uint64_t node,
+                           std::uint32_t name) {
         WireRecord w;
         w.kind = kind;
         w.start_ns = s;
@@ -81,10 +87,10 @@ struct FakeProcess {
         w.stream_id = 7;
         rs.push_back(w);
       };
-      rec(0, b + 0, b + 10'000, node_id_base + 100, 1);          // k1: 0-10 µs
-      rec(0, b + 12'000, b + 30'000, node_id_base + 101, 2);     // k2: 12-30
-      rec(1, b + 11'000, b + 15'000, node_id_base + 102, 0);     // memcpy: 11-15
-      rec(0, b + 31'000, b + 40'000, node_id_base + 103, 3);     // k3: 31-40
+      rec(0, b + 0, b + 10'000, node_id_base + 100, 1);       // k1: 0-10 µs
+      rec(0, b + 12'000, b + 30'000, node_id_base + 101, 2);  // k2: 12-30
+      rec(1, b + 11'000, b + 15'000, node_id_base + 102, 0);  // memcpy: 11-15
+      rec(0, b + 31'000, b + 40'000, node_id_base + 103, 3);  // k3: 31-40
       record_chunks.push_back(records_chunk(rs));
       launches_out.push_back(WireLaunch{corr, 1, b - 5'000, b - 2'000, 0, 0});
     }
@@ -105,7 +111,9 @@ struct FakeProcess {
     return out;
   }
 
-  [[nodiscard]] ProcessFile parsed(const std::string& name = "p.tpgt") const { return parse_process_file(bytes(), name); }
+  [[nodiscard]] ProcessFile parsed(const std::string& name = "p.tpgt") const {
+    return parse_process_file(bytes(), name);
+  }
 };
 
 const Node* node_by_label(const LayerGraph& g, std::string_view label) { return g.find(label); }
@@ -167,8 +175,9 @@ TEST_CASE("trace file: hostile chunks are bounded and skipped, never trusted", "
   // Nested 100k deep: refused by the depth limit, no recursion blow-up.
   s += chunk(ChunkType::meta, std::string(100000, '[') + std::string(100000, ']'));
   // A graph whose edges and clones name nodes that do not exist.
-  s += chunk(ChunkType::graph,
-             R"({"exec":1,"nodes":[{"id":5,"type":"kernel","name":"k"}],"edges":[[0,7],[-1,0],[0,0]],"clones":[[9,3]]})");
+  s += chunk(
+      ChunkType::graph,
+      R"({"exec":1,"nodes":[{"id":5,"type":"kernel","name":"k"}],"edges":[[0,7],[-1,0],[0,0]],"clones":[[9,3]]})");
   // A graph without an exec number.
   s += chunk(ChunkType::graph, R"({"nodes":[]})");
   // A chunk that claims 4 GB.
@@ -358,7 +367,8 @@ TEST_CASE("merge: a truncated file is analysed and named as truncated", "[trace]
   REQUIRE(t.run.variants.size() == 1);
   CHECK_FALSE(t.processes[0].complete);
   const auto& notes = t.run.variants[0].notes;
-  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("truncated") != std::string::npos; }));
+  CHECK(std::any_of(notes.begin(), notes.end(),
+                    [](const std::string& n) { return n.find("truncated") != std::string::npos; }));
   CHECK(render_trace_summary(t).find("TRUNCATED") != std::string::npos);
 }
 

@@ -69,7 +69,8 @@ inline std::string xml_problem(std::string_view doc) {
       std::string name(tag.substr(1));
       while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
       if (open.empty() || open.back() != name)
-        return "closing </" + name + "> does not match " + (open.empty() ? std::string("nothing") : "<" + open.back() + ">");
+        return "closing </" + name + "> does not match " +
+               (open.empty() ? std::string("nothing") : "<" + open.back() + ">");
       open.pop_back();
       continue;
     }
