@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install, build (CI preset: warnings are errors) and run the tests; then build the libFuzzer
+# Install, check the formatting, build (CI preset: warnings are errors) and run the tests; then build the libFuzzer
 # harnesses of the file readers and run each for a minute from its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+./scripts/format.sh --check
 export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset ci
 cmake --build --preset ci
