@@ -169,15 +169,19 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 }
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
-                                 std::optional<int> replay) {
+                                 std::optional<int> replay, OutputSelection selection) {
   TracedRun traced = merge_traces(read_process_files(from / "procs"), options);
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
   const std::string detail = replay ? render_replay_detail(traced.run, analysis, *replay) : "";
-  const auto files = write_run_outputs(traced.run, analysis, dir, /*write_records=*/false);
   const std::string summary = render_trace_summary(traced);
-  // report.md gains the trace's own section: processes, files, clocks, collectives.
-  write_file_atomically(dir / "report.md", render_report_markdown(traced.run, analysis) + "\n" + summary);
+  // Written as analyze writes a run folder (locked, staged, reports last); report.md gains the
+  // trace's own section: processes, files, clocks, collectives.
+  selection.records = false;
+  selection.report_appendix = summary;
+  std::error_code ec;
+  const bool in_place = fs::equivalent(from, dir, ec) && !ec;
+  const auto files = write_run_folder(traced.run, analysis, dir, in_place, selection);
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/run_outputs.hpp"
 #include "core/traced_run.hpp"
 
 namespace tpgraph::cli {
@@ -26,9 +27,11 @@ struct ExitRequest {
 
 // cmd_trace.cpp, shared with analyze: the clock flags as merge options (InputError when both), and
 // every output of a trace folder (its procs/ record files) written into `dir`; returns the count.
-// With `replay`, that replay is also printed in full (analyze --replay).
+// With `replay`, that replay is also printed in full (analyze --replay). `dir` is `from` itself or a
+// new or empty folder.
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
-                                 const TraceMergeOptions& options, std::optional<int> replay = std::nullopt);
+                                 const TraceMergeOptions& options, std::optional<int> replay = std::nullopt,
+                                 OutputSelection selection = {});
 
 }  // namespace tpgraph::cli

@@ -49,7 +49,9 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     write(sub / "graph.dot", layer_graph_dot(v.graph, v.scenario, &analysis.variants[i]));
     if (!v.cuda_graph_dot.empty()) write(sub / "cuda-graph.dot", v.cuda_graph_dot);
   }
-  write(dir / "report.md", render_report_markdown(run, analysis));
+  write(dir / "report.md", selection.report_appendix.empty()
+                               ? render_report_markdown(run, analysis)
+                               : render_report_markdown(run, analysis) + "\n" + selection.report_appendix);
   write_file_atomically(dir / "report.json", [&](const WriteSink& sink) { write_report_json(run, analysis, sink); });
   files.push_back(dir / "report.json");
   return files;
@@ -130,8 +132,13 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
     std::error_code ignored;
     std::filesystem::remove_all(staging, ignored);
   };
-  bool write_records = !in_place;
+  bool write_records = !in_place && selection.records;
   if (!in_place && !std::filesystem::is_empty(dir, ec)) {
+    if (!selection.records)
+      throw InputError(
+          fmt::format("{}: the folder is not empty (it holds {}); accepted: a new or empty folder, "
+                      "or the trace folder itself (analyze DIR without --out)",
+                      dir.string(), some_entries(dir)));
     // A folder that already holds this very run (an earlier analyze into it) is analysed in place;
     // anything else may be another run's raw records, which no GPU-free command can recreate.
     std::filesystem::path ours = records_file;

@@ -16,6 +16,9 @@ namespace tpgraph {
 struct OutputSelection {
   bool trace = true;     // <variant>/trace.json
   bool timeline = true;  // <variant>/timeline.svg
+  // records.json; false for a trace folder, whose procs/ record files are the raw data.
+  bool records = true;
+  std::string report_appendix;  // markdown appended to report.md (a trace's processes and clocks)
 };
 
 // Writes every output of `run` (analysed as `analysis`) into `dir`, created if needed, and returns

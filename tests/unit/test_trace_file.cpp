@@ -3,7 +3,14 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -452,4 +459,58 @@ TEST_CASE("the Chrome trace of a long chain of record-less nodes is linear", "[t
   for (const auto& e : doc.at("traceEvents"))
     if (e.at("ph") == "s" && e.at("cat") == "cross-rank") ++flows;
   CHECK(flows == 1);
+}
+
+TEST_CASE("analyze writes a trace folder as it writes a run folder: in place, new, never over another",
+          "[trace][cli]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("tpgraph-trace-folder-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path traced = root / "traced";
+  fs::create_directories(traced / "procs");
+  FakeProcess fp;
+  fp.launches = 5;
+  {
+    std::ofstream out(traced / "procs" / "node1-100.tpgt", std::ios::binary);
+    out << fp.bytes();
+  }
+  const auto analyze = [&](const std::string& args) {
+    const fs::path log = root / "log.txt";
+    const std::string command =
+        std::string("'") + TPGRAPH_BINARY + "' analyze " + args + " >'" + log.string() + "' 2>&1";
+    const int raw = std::system(command.c_str());
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    return std::make_pair(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text);
+  };
+  const auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+
+  // In place, twice: the same report, no staging left, no records.json (procs/ is the raw data).
+  const auto first = analyze("'" + traced.string() + "'");
+  INFO(first.second);
+  REQUIRE(first.first == 0);
+  const std::string report = read(traced / "report.md");
+  CHECK(report.find("## Traced processes") != std::string::npos);
+  CHECK(fs::exists(traced / "report.json"));
+  CHECK_FALSE(fs::exists(traced / "records.json"));
+  REQUIRE(analyze("'" + traced.string() + "'").first == 0);
+  CHECK(read(traced / "report.md") == report);
+  for (const auto& e : fs::directory_iterator(traced))
+    CHECK_FALSE(e.path().filename().string().starts_with(".tpgraph-staging"));
+
+  // Into a new folder: the same report.
+  REQUIRE(analyze("'" + traced.string() + "' --out '" + (root / "copy").string() + "'").first == 0);
+  CHECK(read(root / "copy" / "report.md") == report);
+
+  // Into a folder that holds something else: refused, with nothing written there.
+  fs::create_directories(root / "other");
+  { std::ofstream(root / "other" / "notes.txt") << "mine\n"; }
+  const auto refused = analyze("'" + traced.string() + "' --out '" + (root / "other").string() + "'");
+  CHECK(refused.first != 0);
+  CHECK(refused.second.find("not empty") != std::string::npos);
+  CHECK(std::distance(fs::directory_iterator(root / "other"), fs::directory_iterator{}) == 1);
+  fs::remove_all(root);
 }
