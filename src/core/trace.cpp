@@ -162,6 +162,26 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
   // rank that depends on it.
   const auto preds = recorded_predecessors(g);
   std::uint64_t flow_id = 0;
+  // One arrow: its start at `s_ts` on the source's track, its end bound to the target's start.
+  const auto add_flow = [&](const std::string& name, const char* category, const Placed& from, std::uint64_t s_ts,
+                            const Placed& to) {
+    ++flow_id;
+    events.push_back(json{{"ph", "s"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", category},
+                          {"pid", from.pid},
+                          {"tid", from.tid},
+                          {"ts", rel_us(s_ts, base)}});
+    events.push_back(json{{"ph", "f"},
+                          {"bp", "e"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", category},
+                          {"pid", to.pid},
+                          {"tid", to.tid},
+                          {"ts", rel_us(to.start_ns, base)}});
+  };
   for (const auto& [key, to] : placed) {
     const auto [replay, node] = key;
     const Node& target = g.nodes[static_cast<std::size_t>(node)];
@@ -170,25 +190,10 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       const auto from_it = placed.find({replay, p});
       if (from_it == placed.end()) continue;
       const Placed& from = from_it->second;
-      ++flow_id;
       // A flow start binds to the slice enclosing its timestamp: one ns before the source ends.
       const std::uint64_t s_ts = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
-      const std::string name = fmt::format("{} -> {}", g.nodes[static_cast<std::size_t>(p)].label, target.label);
-      events.push_back(json{{"ph", "s"},
-                            {"id", flow_id},
-                            {"name", name},
-                            {"cat", "cross-rank"},
-                            {"pid", from.pid},
-                            {"tid", from.tid},
-                            {"ts", rel_us(s_ts, base)}});
-      events.push_back(json{{"ph", "f"},
-                            {"bp", "e"},
-                            {"id", flow_id},
-                            {"name", name},
-                            {"cat", "cross-rank"},
-                            {"pid", to.pid},
-                            {"tid", to.tid},
-                            {"ts", rel_us(to.start_ns, base)}});
+      add_flow(fmt::format("{} -> {}", g.nodes[static_cast<std::size_t>(p)].label, target.label), "cross-rank", from,
+               s_ts, to);
     }
   }
 
@@ -205,26 +210,11 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
     const auto from_it = placed.find({replay, occupant});
     if (occupant < 0 || from_it == placed.end()) continue;
     const Placed& from = from_it->second;
-    ++flow_id;
     const std::uint64_t last_ns = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
     const std::uint64_t s_ts = std::max(from.start_ns, std::min(last_ns, to.start_ns));
     const std::string name = fmt::format("{} held the GPU: {} waited {:.1f} µs", node_name(g, occupant),
                                          node_name(g, node), t.parts.occupants.front().us);
-    events.push_back(json{{"ph", "s"},
-                          {"id", flow_id},
-                          {"name", name},
-                          {"cat", "contention"},
-                          {"pid", from.pid},
-                          {"tid", from.tid},
-                          {"ts", rel_us(s_ts, base)}});
-    events.push_back(json{{"ph", "f"},
-                          {"bp", "e"},
-                          {"id", flow_id},
-                          {"name", name},
-                          {"cat", "contention"},
-                          {"pid", to.pid},
-                          {"tid", to.tid},
-                          {"ts", rel_us(to.start_ns, base)}});
+    add_flow(name, "contention", from, s_ts, to);
   }
 
   const std::string banner = collection_banner(v);
