@@ -55,7 +55,10 @@ for step in "${steps[@]}"; do
       : >"$OUT/ncu.log"
       for t in ${NCU_TOKENS:-43 416 4096}; do
         # The first three grouped GEMMs of a bench run are the eager chain's gate, up and down.
-        ncu --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 --set full \
+        # Application replay (bench runs again for every pass, a few seconds each): kernel replay
+        # saves and restores the process's device memory around each pass, and on the wgmma kernel
+        # at t=4096 it made no progress in 500 s.
+        ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 --set full \
           -o "/tmp/tpgraph-ncu-$t" -f "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits \
           >>"$OUT/ncu.log" 2>&1 || rc=$?
         ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page details >"$OUT/ncu-$t.txt" 2>&1 || rc=$?
@@ -68,7 +71,7 @@ for step in "${steps[@]}"; do
       grep -h "stalls:" "$OUT"/ncu-stalls-*.txt ;;
     ncu-chain)
       # The first launches of a bench run are the eager chain's: one of each kernel.
-      ncu --clock-control none --kernel-name regex:"gather_quantize|swiglu|quantize_rows|combine" --launch-count 4 \
+      ncu --replay-mode application --clock-control none --kernel-name regex:"gather_quantize|swiglu|quantize_rows|combine" --launch-count 4 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
         "$BUILD/tpgraph" bench --tokens 4096 --replays 1 --warmup 0 --no-limits >"$OUT/ncu-chain.txt" 2>&1
       rc=$?
