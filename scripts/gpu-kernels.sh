@@ -57,7 +57,9 @@ for step in "${steps[@]}"; do
         # The first three grouped GEMMs of a bench run are the eager chain's gate, up and down.
         # Application replay (bench runs again for every pass, a few seconds each): kernel replay
         # saves and restores the process's device memory around each pass, and on the wgmma kernel
-        # at t=4096 it made no progress in 500 s.
+        # at t=4096 it made no progress in 500 s. Four sections of one kernel take about 75 s this
+        # way; the full set with source counters took over 220 s: one token count per device call
+        # (NCU_TOKENS).
         ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 --set full \
           -o "/tmp/tpgraph-ncu-$t" -f "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits \
           >>"$OUT/ncu.log" 2>&1 || rc=$?
