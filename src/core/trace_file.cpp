@@ -82,15 +82,58 @@ std::optional<int> env_int(const json& env, const char* key) {
   return v;
 }
 
-// Names come from the traced program: control characters (escape sequences, newlines, NUL) would
-// reach a terminal or break a table row. Each becomes '?'; the length is bounded.
+// The length in bytes of the well-formed UTF-8 sequence at the start of `text` (RFC 3629: no
+// overlong forms, no surrogates, nothing past U+10FFFF), or 0 where none starts there.
+std::size_t utf8_sequence(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xbf;  // the range of the second byte
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    n = 2;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    n = 3;
+    if (b0 == 0xe0) lo = 0xa0;  // overlong
+    if (b0 == 0xed) hi = 0x9f;  // surrogates
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    n = 4;
+    if (b0 == 0xf0) lo = 0x90;  // overlong
+    if (b0 == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i)
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  return n;
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
   constexpr std::size_t kMaxName = 4096;
-  std::string out(text.substr(0, kMaxName));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::string out;
+  out.reserve(std::min(text.size(), kMaxName));
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text.substr(i));
+    if (out.size() + std::max<std::size_t>(n, 1) > kMaxName) break;  // never half a character
+    const auto b0 = static_cast<unsigned char>(text[i]);
+    // C1 controls (U+0080..U+009F) are two bytes, 0xC2 then 0x80..0x9F.
+    const bool control =
+        n == 0 || b0 < 0x20 || b0 == 0x7f || (n == 2 && b0 == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0);
+    if (control) {
+      out += '?';
+    } else {
+      out.append(text.substr(i, n));
+    }
+    i += std::max<std::size_t>(n, 1);
+  }
   return out;
 }
+
+namespace {
 
 bool known_node_type(std::string_view t) {
   static constexpr std::string_view kTypes[] = {"kernel",   "memcpy",       "memset", "mem_alloc",

@@ -144,6 +144,12 @@ struct ProcessFile {
 // short keeps what it had and says so in `truncation`. Every count, index and length is checked
 // against what the file actually holds.
 [[nodiscard]] ProcessFile parse_process_file(std::string_view bytes, std::string_view origin);
+
+// A name from the traced program as every output may carry it: well-formed UTF-8 (each byte of a
+// malformed sequence becomes '?'), control characters (C0, DEL, C1: escape sequences, newlines,
+// NUL) as '?', at most 4096 bytes and never half a character. The reader applies it to every
+// string it takes from a file.
+[[nodiscard]] std::string printable(std::string_view text);
 [[nodiscard]] ProcessFile read_process_file(const std::string& path);
 
 }  // namespace tpgraph::tracefile

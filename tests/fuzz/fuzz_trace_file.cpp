@@ -1,17 +1,55 @@
-// libFuzzer harness: a traced process's record file (.tpgt) through its reader. A file cut short
-// is read up to the cut; a wrong magic or version is an InputError; nothing else may escape.
+// libFuzzer harness: a traced process's record file (.tpgt) through everything `analyze DIR` does
+// with it: the reader, the merge (as one process, and as two processes of one host), the timeline
+// analysis and every output, rendered in memory. A file cut short is read up to the cut; a wrong
+// magic or version, or graphs the analysis refuses (a cycle), are an InputError; nothing else may
+// escape.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "core/dot.hpp"
 #include "core/error.hpp"
+#include "core/report.hpp"
+#include "core/svg.hpp"
+#include "core/timeline.hpp"
+#include "core/trace.hpp"
 #include "core/trace_file.hpp"
+#include "core/traced_run.hpp"
+
+namespace {
+
+std::size_t render_everything(const tpgraph::TracedRun& traced) {
+  const tpgraph::RunData& run = traced.run;
+  const tpgraph::RunAnalysis analysis = tpgraph::analyze_run(run);
+  std::size_t bytes = tpgraph::render_trace_summary(traced).size();
+  bytes += tpgraph::render_terminal_table(run, analysis).size();
+  bytes += tpgraph::render_report_markdown(run, analysis).size();
+  bytes += tpgraph::render_report_json(run, analysis).size();
+  for (std::size_t i = 0; i < run.variants.size(); ++i) {
+    bytes += tpgraph::render_chrome_trace(run, analysis, i).size();
+    bytes += tpgraph::render_timeline_svg(run, analysis, i).size();
+    bytes += tpgraph::layer_graph_dot(run.variants[i].graph, run.variants[i].scenario, &analysis.variants[i]).size();
+  }
+  return bytes;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    const auto file = tpgraph::tracefile::parse_process_file(bytes, "fuzz.tpgt");
-    (void)file;
+    auto file = tpgraph::tracefile::parse_process_file(bytes, "fuzz.tpgt");
+    std::vector<tpgraph::tracefile::ProcessFile> one;
+    one.push_back(file);
+    (void)render_everything(tpgraph::merge_traces(std::move(one), {}));
+    // The same file again as another process of the host: its graphs matched across processes.
+    std::vector<tpgraph::tracefile::ProcessFile> two;
+    two.push_back(file);
+    file.pid ^= 1;
+    two.push_back(std::move(file));
+    (void)render_everything(tpgraph::merge_traces(std::move(two), {}));
   } catch (const tpgraph::InputError&) {
   }
   return 0;

@@ -514,3 +514,30 @@ TEST_CASE("analyze writes a trace folder as it writes a run folder: in place, ne
   CHECK(std::distance(fs::directory_iterator(root / "other"), fs::directory_iterator{}) == 1);
   fs::remove_all(root);
 }
+
+TEST_CASE("trace file: names become well-formed UTF-8 without control characters", "[trace]") {
+  CHECK(printable("void k<float>(int)") == "void k<float>(int)");
+  CHECK(printable("t \xc2\xb5s \xe2\x86\x92 \xf0\x9f\x9a\x80") ==
+        "t \xc2\xb5s \xe2\x86\x92 \xf0\x9f\x9a\x80");  // µ → 🚀
+  CHECK(printable("a\x1b[31mb\nc") == "a?[31mb?c");
+  CHECK(printable("del\x7f c1\xc2\x85.") == "del? c1?.");  // DEL, NEL (C1) as one '?'
+  CHECK(printable("cut \xc8") == "cut ?");                 // a lead byte at the end
+  CHECK(printable("over\xc0\xaf") == "over??");            // overlong '/'
+  CHECK(printable("sur\xed\xa0\x80") == "sur???");         // a UTF-16 surrogate
+  CHECK(printable("big\xf4\x90\x80\x80") == "big????");    // past U+10FFFF
+  CHECK(printable("lone\x80\xbf") == "lone??");            // continuation bytes alone
+  CHECK(printable(std::string("nul\0x", 5)) == "nul?x");
+  // At most 4096 bytes, never cutting a two-byte character in half.
+  const std::string long_name = "a" + [] {
+    std::string s;
+    for (int i = 0; i < 3000; ++i) s += "\xc2\xb5";
+    return s;
+  }();
+  const std::string p = printable(long_name);
+  CHECK(p.size() == 4095);
+  CHECK(p == printable(p));  // already clean: unchanged
+  // What the report writers need: every output string parses as JSON text.
+  const std::string hostile = "k\xc8\xff\xfe\xed\xa0\x80\xe2\x82";
+  CHECK_NOTHROW(json(printable(hostile)).dump());
+  CHECK_THROWS(json(hostile).dump());
+}
