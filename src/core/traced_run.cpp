@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/geometry.hpp"
 #include "core/record_join.hpp"
 #include "core/timeline.hpp"
 
@@ -164,10 +165,32 @@ std::vector<ProcessFile> read_process_files(const fs::path& procs_dir) {
   }
   if (ec) throw InputError(fmt::format("{}: cannot be listed: {}", procs_dir.string(), ec.message()));
   std::sort(paths.begin(), paths.end());
+  std::int64_t file_bytes = 0;
+  for (const auto& p : paths) {
+    const auto size = fs::file_size(p, ec);
+    if (!ec) file_bytes += static_cast<std::int64_t>(std::min<std::uintmax_t>(size, std::uintmax_t{1} << 52));
+  }
+  check_trace_analysis_fits(procs_dir, static_cast<int>(paths.size()), file_bytes, available_host_memory());
   std::vector<ProcessFile> out;
   out.reserve(paths.size());
   for (const auto& p : paths) out.push_back(tracefile::read_process_file(p.string()));
   return out;
+}
+
+std::int64_t trace_analysis_memory(std::int64_t file_bytes) {
+  constexpr std::int64_t kProcess = std::int64_t{256} << 20;
+  return file_bytes / 2 * 7 + kProcess;  // 3.5x the files
+}
+
+void check_trace_analysis_fits(const fs::path& procs_dir, int files, std::int64_t file_bytes, std::int64_t available) {
+  const std::int64_t needed = trace_analysis_memory(file_bytes);
+  if (available < 0 || needed <= available) return;
+  throw InputError(
+      fmt::format("{}: {} record file{} of {} in all; analysing them takes about {} of host memory and {} is "
+                  "available; accepted: record files whose analysis fits in memory (analyze the trace folder on "
+                  "a machine with more, or trace fewer replays)",
+                  procs_dir.string(), files, files == 1 ? "" : "s", format_bytes(file_bytes), format_bytes(needed),
+                  format_bytes(available)));
 }
 
 TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& options) {

@@ -541,3 +541,22 @@ TEST_CASE("trace file: names become well-formed UTF-8 without control characters
   CHECK_NOTHROW(json(printable(hostile)).dump());
   CHECK_THROWS(json(hostile).dump());
 }
+
+TEST_CASE("trace folder: record files whose analysis cannot fit in memory are refused before reading", "[trace]") {
+  const std::int64_t gib = std::int64_t{1} << 30;
+  // 10 million records are a 560 MB file and took 1.88 GB: the estimate is above, not far above.
+  const std::int64_t ten_million = 560 * (std::int64_t{1} << 20);
+  CHECK(trace_analysis_memory(ten_million) >= 188 * gib / 100);
+  CHECK(trace_analysis_memory(ten_million) <= 3 * gib);
+  CHECK_NOTHROW(check_trace_analysis_fits("procs", 2, ten_million, 4 * gib));
+  CHECK_NOTHROW(check_trace_analysis_fits("procs", 2, 100 * gib, -1));  // MemAvailable unknown
+  try {
+    check_trace_analysis_fits("run/procs", 3, 10 * gib, 8 * gib);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("run/procs: 3 record files of 10.0 GiB") != std::string::npos);
+    CHECK(what.find("about 35.2 GiB of host memory and 8.00 GiB is available") != std::string::npos);
+    CHECK(what.find("accepted:") != std::string::npos);
+  }
+}
