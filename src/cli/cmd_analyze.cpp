@@ -27,18 +27,13 @@ struct AnalyzeOptions {
   bool no_timeline = false;
 };
 
-bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
-  std::error_code ec;
-  const bool same = std::filesystem::equivalent(a, b, ec);
-  return !ec && same;
-}
-
 void analyze(const AnalyzeOptions& opts) {
+  OutputSelection selection;
+  selection.trace = !opts.no_trace;
+  selection.timeline = !opts.no_timeline;
   if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
     const std::filesystem::path from = opts.run;
     const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
-    const OutputSelection selection{
-        .trace = !opts.no_trace, .timeline = !opts.no_timeline, .records = true, .report_appendix = {}};
     const std::size_t written = analyze_trace_folder(
         from, dir, merge_options(opts.assume_synced, opts.align_collectives), opts.replay, selection);
     fmt::print("wrote {} files to {}\n", written, dir.string());
@@ -52,8 +47,6 @@ void analyze(const AnalyzeOptions& opts) {
   // Analysing a run in its own folder leaves its records.json untouched.
   const RunAnalysis analysis = analyze_run(run, AnalysisOptions{.replay = opts.replay});
   const std::string detail = opts.replay ? render_replay_detail(run, analysis, *opts.replay) : "";
-  const OutputSelection selection{
-      .trace = !opts.no_trace, .timeline = !opts.no_timeline, .records = true, .report_appendix = {}};
   // --out gets the records.json that was read, copied byte for byte.
   const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection, records);
   fmt::print("{}\n", render_terminal_table(run, analysis));

@@ -179,9 +179,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   // trace's own section: processes, files, clocks, collectives.
   selection.records = false;
   selection.report_appendix = summary;
-  std::error_code ec;
-  const bool in_place = fs::equivalent(from, dir, ec) && !ec;
-  const auto files = write_run_folder(traced.run, analysis, dir, in_place, selection);
+  const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection);
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();

@@ -49,9 +49,9 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
     write(sub / "graph.dot", layer_graph_dot(v.graph, v.scenario, &analysis.variants[i]));
     if (!v.cuda_graph_dot.empty()) write(sub / "cuda-graph.dot", v.cuda_graph_dot);
   }
-  write(dir / "report.md", selection.report_appendix.empty()
-                               ? render_report_markdown(run, analysis)
-                               : render_report_markdown(run, analysis) + "\n" + selection.report_appendix);
+  std::string report = render_report_markdown(run, analysis);
+  if (!selection.report_appendix.empty()) report += "\n" + selection.report_appendix;
+  write(dir / "report.md", report);
   write_file_atomically(dir / "report.json", [&](const WriteSink& sink) { write_report_json(run, analysis, sink); });
   files.push_back(dir / "report.json");
   return files;
@@ -113,6 +113,12 @@ std::string some_entries(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
 
 std::vector<std::filesystem::path> write_run_folder(const RunData& run, const RunAnalysis& analysis,
                                                     const std::filesystem::path& dir, bool in_place,

@@ -29,6 +29,10 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
                                                      const std::filesystem::path& dir, bool write_records = true,
                                                      const OutputSelection& selection = {});
 
+// Whether `a` and `b` name the same existing folder (false when either cannot be resolved): the
+// `in_place` of write_run_folder when `a` is the output folder and `b` the folder read from.
+[[nodiscard]] bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b);
+
 // `tpgraph analyze`'s writer: the run folder `dir` as a whole. Holds an exclusive lock on `dir`
 // while it works (a second writer is refused, not interleaved), writes every output into a staging
 // folder inside `dir` (removed on failure or SIGINT/SIGTERM) and only then renames each file into
