@@ -38,9 +38,11 @@ constexpr int kWgXsBytes = 1024;  // the routed rows' scales, padded so the ring
 // for every ring it walks, and an object per ring changed the generated SASS.
 template <int kStages>
 struct RingOrder {
-  [[nodiscard]] __device__ __forceinline__ static int stage(int n) { return n % kStages; }
+  [[nodiscard]] __device__ __forceinline__ static int stage(int n) {
+    return static_cast<int>(static_cast<unsigned>(n) % kStages);
+  }
   [[nodiscard]] __device__ __forceinline__ static std::uint32_t phase(int n) {
-    return static_cast<std::uint32_t>((n / kStages) & 1);
+    return (static_cast<unsigned>(n) / kStages) & 1u;
   }
 };
 
@@ -147,18 +149,16 @@ struct WgWeights<true, kTileStep> {
       ci = 0;
     }
   }
-  // Chunk gc; s8 = gc % kPipeRound (a constant in the unrolled loop).
-  __device__ __forceinline__ Fragment get(int gc, int s8, int lane) const {
+  // The chunk at s8 = gc % kPipeRound, in a round of parity `phase` (each stage is used once a round).
+  __device__ __forceinline__ Fragment get(int, int s8, std::uint32_t phase, int lane) const {
     const int stage = s8 / kPipeGroup;
-    if (s8 % kPipeGroup == 0) {
-      detail::mbar_wait(bars + 8 * stage, RingOrder<kPipeRound>::phase(gc));  // each stage once a round
-    }
+    if (s8 % kPipeGroup == 0) detail::mbar_wait(bars + 8 * stage, phase);
     return load_unit_fragment(stages + static_cast<std::uint32_t>(s8 * kUnitBytes), lane);
   }
   __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
     if (s8 % kPipeGroup == kPipeGroup - 1 || gc == total - 1) {
       __syncwarp();
-      const int next = gc / kPipeGroup + kPipeStages;
+      const int next = static_cast<int>(static_cast<unsigned>(gc) / kPipeGroup) + kPipeStages;
       if (lane == 0 && next * kPipeGroup < total) issue(next, chunks, total);
     }
   }
@@ -190,7 +190,7 @@ struct WgWeights<false, kTileStep> {
         lane(lane_) {
     if (total > 0) ahead = stream.next();
   }
-  __device__ __forceinline__ Fragment get(int gc, int, int) {
+  __device__ __forceinline__ Fragment get(int gc, int, std::uint32_t, int) {
     const Fragment f = ahead;
     if (++c == chunks) {
       c = 0;
@@ -298,35 +298,44 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   // to issue the copies (chunk gc + kWgAhead by warp gc % warps).
   load_c = kWgAhead % chunks;
 
+  // The ring's descriptors by their low word: stage s, k16 step kk at desc_base + s * 1280 + 2 * kk
+  // (the address field counts 16 bytes), the high word a constant.
+  const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
   int gc = 0;
   for (int item = 0; item < items; ++item) {
     for (int c = 0; c < chunks; ++c, ++gc) {
       const int s = RingOrder<kWgStages>::stage(gc);
-      const bool issuer = lane == 0 && warp == gc % (4 * kWarpgroups);
-      if (issuer && gc + kWgAhead < total) {
-        const int refill = RingOrder<kWgStages>::stage(gc + kWgAhead);
+      const std::uint32_t parity = RingOrder<kWgStages>::phase(gc);
+      const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
+      const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
+      const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));
+      if (lane == 0 && warp == turn && gc + kWgAhead < total) {
+        // Chunk gc + kWgAhead goes to the stage last used by chunk gc + kWgAhead - kWgStages: in
+        // this round if that stage comes before s, else in the previous one.
+        constexpr int kBack = kWgStages - kWgAhead;
+        const bool same_round = s >= kBack;
+        const int refill = same_round ? s - kBack : s + kWgAhead;
         if (gc + kWgAhead >= kWgStages) {
-          // The stage's previous use, kWgStages chunks back, must have been drained.
-          detail::mbar_wait(empty_bars + 8 * refill, RingOrder<kWgStages>::phase(gc + kWgAhead - kWgStages));
+          // The stage's previous use must have been drained.
+          detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
         }
         load_b(refill, load_c);
       }
       if (++load_c == chunks) load_c = 0;
-      detail::mbar_wait(full_bars + 8 * s, RingOrder<kWgStages>::phase(gc));
+      detail::mbar_wait(full_bars + 8 * s, parity);
       // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
       // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;
-      const std::uint32_t previous_empty = empty_bars + 8 * ((gc + kWgStages - 1) % kWgStages);
+      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? kWgStages - 1 : s - 1);
       if (group_active) {
-        const int s8 = gc % kPipeRound;
-        const Fragment f = weights.get(gc, s8, lane);
-        const std::uint32_t stage = b_base + static_cast<std::uint32_t>(s * kWgStageBytes);
+        const Fragment f = weights.get(gc, s8, parity8, lane);
+        const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (kWgStageBytes >> 4));
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           std::uint32_t a[4];
           detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
           detail::wgmma_fence();
-          detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128(stage + static_cast<std::uint32_t>(kk * 32)));
+          detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128_lo(desc + static_cast<std::uint32_t>(2 * kk)));
           detail::wgmma_commit();
           detail::wgmma_wait<kWgPending>();
           if (kk == kWgPending - 1 && release_previous && lane == 0) detail::mbar_arrive(previous_empty);

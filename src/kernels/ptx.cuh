@@ -161,5 +161,14 @@ __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) 
   return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) |
          (kSwizzle128 << 62);
 }
+// The same descriptor from its low word: the stage's address >> 4 (a shared-window address is below
+// 2^18, so it fits the 14-bit field) with the leading byte offset; k16 step kk adds 2 * kk to it.
+__device__ __forceinline__ std::uint32_t smem_desc_sw128_lo_of(std::uint32_t address) {
+  return (address >> 4) | (1u << 16);
+}
+__device__ __forceinline__ std::uint64_t smem_desc_sw128_lo(std::uint32_t lo) {
+  constexpr std::uint64_t kHigh = (static_cast<std::uint64_t>(1024 >> 4)) | (static_cast<std::uint64_t>(1) << 30);
+  return static_cast<std::uint64_t>(lo) | (kHigh << 32);
+}
 
 }  // namespace tpgraph::kernels::detail
