@@ -146,7 +146,9 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   double gemm_flops = 0;
   bool any_in_l2 = false;
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    StepFigures f{chain[i], median(chain_us[i]), stats::min(chain_us[i]), cuda::step_cost(chain[i], g, routing)};
+    const bool ffn = chain[i] == cuda::ChainStep::gate || chain[i] == cuda::ChainStep::up;
+    StepFigures f{chain[i], median(chain_us[i]), stats::min(chain_us[i]),
+                  cuda::step_cost(chain[i], g, routing, ffn ? layer.gemm_rows(chain[i]) : 0)};
     const double seconds = f.median_us * 1e-6;
     const double tbps = static_cast<double>(f.cost.bytes) / seconds / 1e12;
     const double tflops = f.cost.flops / seconds / 1e12;

@@ -133,11 +133,11 @@ std::string_view to_string(ChainStep s) {
   return "?";
 }
 
-StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing) {
+StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing, int gemm_rows) {
   const std::int64_t pairs = routing.n_pairs();
   const std::int64_t tokens = g.tokens;
   const std::int64_t hidden = g.hidden;
-  const std::int64_t ff = g.ff;
+  const std::int64_t ff = (s == ChainStep::gate || s == ChainStep::up) && gemm_rows > 0 ? gemm_rows : g.ff;
   const std::int64_t active = routing.n_active();
   StepCost c;
   switch (s) {
@@ -189,14 +189,15 @@ void RankLayer::replan(const Routing& routing, int gemm_tile) {
     throw std::invalid_argument("RankLayer::replan: a routing other than the layer's");
   }
   const Geometry& g = geometry_;
-  const auto ffn = make_plan(routing, g.ff, g.hidden, gemm_tile);
+  const auto ffn = kernels::plan_gate_up(routing, g.ff, g.hidden, gemm_tile);
   const auto down = make_plan(routing, g.hidden, g.ff, gemm_tile);
-  ffn_plan_ = upload_vector(device_, ffn.items);
-  down_plan_ = upload_vector(device_, down.items);
-  ffn_plan_grid_ = ffn.grid;
-  down_plan_grid_ = down.grid;
-  ffn_plan_tile_ = ffn.tile;
-  down_plan_tile_ = down.tile;
+  auto upload = [&](const kernels::GemmPlan& plan) {
+    return Plan{upload_vector(device_, plan.items), plan.grid, plan.tile, plan.paired};
+  };
+  gate_plan_ = upload(ffn.first);
+  up_plan_ = upload(ffn.second);
+  down_plan_ = upload(down);
+  partner_rows_ = ffn.first.paired ? g.ff % kernels::gemm_tile(ffn.first.tile).block_rows() : 0;
   const DeviceScope scope(device_);
   TPG_CUDA(cudaDeviceSynchronize());
 }
@@ -209,6 +210,15 @@ void RankLayer::upload_input(std::span<const float> z) {
   z_.upload(z);
   const DeviceScope scope(device_);
   TPG_CUDA(cudaDeviceSynchronize());
+}
+
+int RankLayer::gemm_rows(ChainStep gemm) const {
+  switch (gemm) {
+    case ChainStep::gate: return geometry_.ff + partner_rows_;
+    case ChainStep::up: return geometry_.ff - partner_rows_;
+    case ChainStep::down: return geometry_.hidden;
+    default: throw std::invalid_argument("RankLayer::gemm_rows: " + std::string(to_string(gemm)) + " is not a GEMM");
+  }
 }
 
 const DeviceBank& RankLayer::bank(ChainStep gemm) const {
@@ -224,15 +234,19 @@ void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t st
   const Geometry& g = geometry_;
   const auto routing = routing_.view();
   const std::int64_t pairs = routing_.n_rows;
-  const kernels::DeviceGemmPlan ffn{ffn_plan_.get(), ffn_plan_grid_, ffn_plan_tile_};
-  const kernels::DeviceGemmPlan down{down_plan_.get(), down_plan_grid_, down_plan_tile_};
   switch (step) {
     case ChainStep::quantize_z: kernels::gather_quantize(z_.get(), g.hidden, routing, ws.z16, ws.zs, stream); break;
-    case ChainStep::gate: kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, ffn, ws.g, stream); break;
-    case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, ffn, ws.u, stream); break;
+    case ChainStep::gate: {
+      const kernels::ExpertBank up = up_.view();
+      kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, gate_plan_.view(), ws.g, stream, &up, ws.u);
+      break;
+    }
+    case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, up_plan_.view(), ws.u, stream); break;
     case ChainStep::swiglu: kernels::swiglu(ws.g, ws.u, pairs * g.ff, ws.a, stream); break;
     case ChainStep::quantize_a: kernels::quantize_rows(ws.a, g.ff, pairs, ws.a16, ws.as, stream); break;
-    case ChainStep::down: kernels::grouped_gemm(ws.a16, ws.as, down_.view(), routing, down, ws.y, stream); break;
+    case ChainStep::down:
+      kernels::grouped_gemm(ws.a16, ws.as, down_.view(), routing, down_plan_.view(), ws.y, stream);
+      break;
     case ChainStep::combine: kernels::combine(ws.y, g.hidden, routing, out_.get(), stream); break;
   }
 }

@@ -73,13 +73,15 @@ inline constexpr std::array<ChainStep, 7> kChainSteps{ChainStep::quantize_z, Cha
 
 // Bytes a step reads plus writes and its floating-point operations (GEMMs: 2 per multiply-add over
 // the routed rows), counted from the shapes for bench's achieved rates. Weight bytes are those of
-// the active experts only.
+// the active experts only. `gemm_rows`: the output rows the step's launch computes (a GEMM's;
+// gate's and up's launches share their rows unevenly where gate's plan is paired:
+// RankLayer::gemm_rows), or 0 for the GEMM's own rows.
 struct StepCost {
   std::int64_t bytes = 0;
   std::int64_t weight_bytes = 0;
   double flops = 0;
 };
-[[nodiscard]] StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing);
+[[nodiscard]] StepCost step_cost(ChainStep s, const Geometry& g, const Routing& routing, int gemm_rows = 0);
 
 class RankLayer {
  public:
@@ -114,8 +116,11 @@ class RankLayer {
   [[nodiscard]] float* out() const { return out_.get(); }  // [tokens][hidden]
   [[nodiscard]] const RankWorkspace& workspace() const { return workspace_; }
   [[nodiscard]] std::int64_t pairs() const { return routing_.n_rows; }
-  [[nodiscard]] int gate_tile() const { return ffn_plan_tile_; }
-  [[nodiscard]] int down_tile() const { return down_plan_tile_; }
+  [[nodiscard]] int gate_tile() const { return gate_plan_.tile; }
+  // The output rows a GEMM step's launch computes: gate's includes up's partial row blocks where
+  // its plan is paired (kernels::plan_gate_up), up's then lacks them.
+  [[nodiscard]] int gemm_rows(ChainStep gemm) const;
+  [[nodiscard]] int down_tile() const { return down_plan_.tile; }
   [[nodiscard]] const DeviceBank& bank(ChainStep gemm) const;
 
  private:
@@ -123,9 +128,17 @@ class RankLayer {
   Geometry geometry_;
   DeviceBank gate_, up_, down_;
   DeviceRoutingBuffers routing_;
-  DeviceBuffer<std::int32_t> ffn_plan_, down_plan_;  // gate and up share one plan (same shape)
-  int ffn_plan_grid_ = 0, down_plan_grid_ = 0;
-  int ffn_plan_tile_ = 0, down_plan_tile_ = 0;
+  // A GEMM's plan on the device. Gate's and up's come from plan_gate_up: gate's pair blocks also
+  // compute up's partial row blocks (gate is launched with up as its partner).
+  struct Plan {
+    DeviceBuffer<std::int32_t> items;
+    int grid = 0;
+    int tile = 0;
+    bool paired = false;
+    [[nodiscard]] kernels::DeviceGemmPlan view() const { return {items.get(), grid, tile, paired}; }
+  };
+  Plan gate_plan_, up_plan_, down_plan_;
+  int partner_rows_ = 0;  // up's rows that gate's launch computes
   DeviceBuffer<float> z_, out_;
   DeviceMemory workspace_memory_;
   RankWorkspace workspace_;

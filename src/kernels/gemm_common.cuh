@@ -92,6 +92,7 @@ struct BlockWork {
   int items;      // consecutive row blocks (wgmma tiles; 1 for mma tiles)
   int begin;      // first routed row
   int rows;       // routed rows, 1..max_tokens
+  bool pair;      // the partial row block of this GEMM and of the partner (wgmma tiles, gemm_plan.hpp)
 };
 
 // The plan holds each block's work ready-made (one 16-byte load, no dependent lookups before the
@@ -100,7 +101,7 @@ __device__ __forceinline__ BlockWork block_work(const GemmArgs& args) {
   // A plan cut for another tile would index the wrong rows: fail loudly.
   if (args.items[0] != args.tile_index) __trap();
   const int4 item = reinterpret_cast<const int4*>(args.items)[1 + blockIdx.x];
-  return BlockWork{item.x, item.y & 0xffff, item.y >> 16, item.z, item.w};
+  return BlockWork{item.x, item.y & 0xffff, (item.y >> 16) & 0x3fff, item.z, item.w, (item.y & kPairItemBit) != 0};
 }
 
 }  // namespace tpgraph::kernels::gemm

@@ -18,6 +18,10 @@ struct GemmArgs {
   const std::int32_t* items;  // the plan on the device (gemm_plan.hpp)
   int tile_index;             // the tile launched: the kernel traps on a plan cut for another
   float* y;
+  // A paired plan's partner GEMM (gemm_plan.hpp, plan_gate_up): same shape and routed rows.
+  const std::uint8_t* partner_weights;
+  const float* partner_tensor_scale;
+  float* partner_y;
 };
 
 // Launches mma.sync tile `tile` (gemm_mma.cu) or wgmma tile `tile` (gemm_wgmma.cu) over `grid`

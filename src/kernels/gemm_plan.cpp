@@ -45,7 +45,13 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols) {
                            choose_gemm_tile(routing.n_pairs(), routing.n_active(), out_rows, in_cols));
 }
 
-GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile) {
+namespace {
+
+// What a plan does with an expert's partial last row block (out rows not a multiple of the
+// tile's): its own block, a pair block that also computes the partner GEMM's rows, or nothing.
+enum class PartialRows { own, paired, none };
+
+GemmPlan cut_plan(const Routing& routing, int out_rows, int in_cols, int tile, PartialRows partial) {
   if (out_rows <= 0 || out_rows % 16 != 0 || in_cols <= 0 || in_cols % gemm::kChunkElems != 0) {
     throw std::invalid_argument("plan_grouped_gemm: " + std::to_string(out_rows) + " x " + std::to_string(in_cols) +
                                 " weights; out rows must be a multiple of 16 and in cols of 64");
@@ -63,6 +69,7 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
 
   GemmPlan plan;
   plan.tile = tile;
+  plan.paired = partial == PartialRows::paired && row_blocks > out_rows / shape.block_rows();
   auto push4 = [&](int a, int b, int c, int d) {
     plan.items.push_back(a);
     plan.items.push_back(b);
@@ -71,10 +78,11 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
   };
   // Row-block ranges: a wgmma block walks several consecutive full row blocks of an expert when K
   // is short (at least kWgTargetChunks chunks per block), so its pipelines run across them; a
-  // partial last row block (idle warpgroups) is a range of its own. mma blocks: one row block.
+  // partial last row block (idle warpgroups, or the partner's rows) is a range of its own. mma
+  // blocks: one row block.
   const int chunks = in_cols / gemm::kChunkElems;
   const int full_blocks = out_rows / shape.block_rows();
-  std::vector<std::pair<int, int>> ranges;  // first row block, count
+  std::vector<std::pair<int, int>> ranges;  // first row block (| kPairItemBit), count
   if (shape.wgmma && full_blocks > 0) {
     const int per = 2 * chunks >= gemm::kWgTargetChunks
                         ? 1
@@ -84,9 +92,11 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
       const int first = r * full_blocks / count;
       ranges.emplace_back(first, (r + 1) * full_blocks / count - first);
     }
-    if (row_blocks > full_blocks) ranges.emplace_back(full_blocks, 1);
   } else {
-    for (int rb = 0; rb < row_blocks; ++rb) ranges.emplace_back(rb, 1);
+    for (int rb = 0; rb < full_blocks; ++rb) ranges.emplace_back(rb, 1);
+  }
+  if (row_blocks > full_blocks && partial != PartialRows::none) {
+    ranges.emplace_back(full_blocks | (partial == PartialRows::paired ? kPairItemBit : 0), 1);
   }
   push4(tile, 0, 0, 0);  // header: 16 bytes, so items stay aligned
   for (const int a : order) {
@@ -101,6 +111,25 @@ GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, in
   }
   plan.grid = static_cast<int>(plan.items.size() / gemm::kItemInts - 1);
   return plan;
+}
+
+}  // namespace
+
+GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols, int tile) {
+  return cut_plan(routing, out_rows, in_cols, tile, PartialRows::own);
+}
+
+GemmPlanPair plan_gate_up(const Routing& routing, int out_rows, int in_cols, int tile) {
+  if (tile < 0) tile = choose_gemm_tile(routing.n_pairs(), routing.n_active(), out_rows, in_cols);
+  const GemmTile shape = gemm_tile(tile);
+  const int partial_rows = out_rows % shape.block_rows();
+  // A pair block holds both GEMMs' partial rows: they must fit one block's warpgroups together.
+  if (!shape.wgmma || partial_rows == 0 || 2 * partial_rows > shape.block_rows()) {
+    GemmPlan plan = plan_grouped_gemm(routing, out_rows, in_cols, tile);
+    return GemmPlanPair{plan, plan};
+  }
+  return GemmPlanPair{cut_plan(routing, out_rows, in_cols, tile, PartialRows::paired),
+                      cut_plan(routing, out_rows, in_cols, tile, PartialRows::none)};
 }
 
 }  // namespace tpgraph::kernels

@@ -18,8 +18,24 @@ struct GemmPlan {
   std::vector<std::int32_t> items;  // kernel-defined encoding of the tiles
   int grid = 0;                     // blocks to launch
   int tile = 0;                     // GemmTile index the items were cut for
+  bool paired = false;              // some blocks also compute a partner GEMM's rows (plan_gate_up)
 };
 [[nodiscard]] GemmPlan plan_grouped_gemm(const Routing& routing, int out_rows, int in_cols);
+
+// Gate and up: two GEMMs of the same shape over the same routed rows. Where the tile leaves each
+// expert a last row block at most half full (640 rows = 2.5 blocks of 256), the first plan's block
+// for it computes that row block of both GEMMs (the warpgroups past the first GEMM's rows take the
+// second's) and the second plan leaves it out, so no block runs with idle warpgroups. The first is
+// launched with the second's weights and output as its partner (kernels.hpp). Elsewhere both plans
+// are plan_grouped_gemm's. `tile` < 0: choose_gemm_tile's.
+struct GemmPlanPair {
+  GemmPlan first;
+  GemmPlan second;
+};
+[[nodiscard]] GemmPlanPair plan_gate_up(const Routing& routing, int out_rows, int in_cols, int tile = -1);
+// Bit 30 of an item's second int: the block is a pair block (the first GEMM's partial row block
+// and the partner's).
+inline constexpr std::int32_t kPairItemBit = 1 << 30;
 
 // Block tiles of the grouped GEMM: `rows` weight rows x up to `tokens` routed rows (tokens) per
 // block; an expert's rows are split evenly into blocks of at most `tokens`. Every tile sums each

@@ -30,7 +30,7 @@ constexpr int kWgStages = 6;
 constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower).
 constexpr int kWgPending = 1;
-constexpr int kWgXsBytes = 1024;  // the routed rows' scales, padded so the ring starts 1024-aligned
+constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
 // stages): its n-th use takes slot n % kStages, and the barrier of that slot completes with phase
@@ -209,33 +209,48 @@ struct WgWeights<false, kTileStep> {
 // and the weight pipes run on into the next row block while the current one is finished: its
 // outputs go straight from registers to y, except the last row block's, which are staged in shared
 // memory (free by then) and written with coalesced 16-byte stores.
-template <bool kV2, int kWarpgroups, int kN>
+// A pair block (plan_gate_up) is the partial last row block of this GEMM and of the partner: the
+// warpgroups past this GEMM's rows compute the partner's same rows from the same routed rows.
+// kPair: a pair block's code is its own instance, so the other blocks' registers are those of a
+// kernel without pairs.
+template <bool kV2, int kWarpgroups, int kN, bool kPair>
 __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
-                                            int expert, int row_block0, int items, int row_begin, int block_rows) {
+                                            const BlockWork& work) {
   static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
   static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
-  static_assert(kN <= kWgmmaMaxTokens && kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
+  static_assert(kN <= kWgmmaMaxTokens && 2 * kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
   using Storage = WgSharedStorage<kV2, kWarpgroups>;
   constexpr int kRows = 64 * kWarpgroups;
   Storage& shared = *reinterpret_cast<Storage*>(smem);
+  const int expert = work.expert;
+  const int row_block0 = work.row_block;
+  const int items = work.items;
+  const int row_begin = work.begin;
+  const int block_rows = work.rows;
   const int chunks = args.in_cols / kChunkElems;
   const int total = chunks * items;
   const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const int tile0 = row_block0 * 4 * kWarpgroups + warp;
+  // In a pair block the warpgroups from `partial_groups` on take the partner's rows, as warps
+  // 0, 1, ... of the same row block.
+  const int partial_groups = (args.out_rows % kRows) / 64;
+  const bool partner = kPair && warp >= 4 * partial_groups;
+  const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
   // A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
   // 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
   // tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
   // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
-  // block of its own (items == 1).
+  // block of its own (items == 1), a pair block where the partner's rows fill the idle warpgroups.
   const bool group_active = (tile0 & ~3) < args.out_rows / 16;
-  const std::uint8_t* matrix = args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+  const std::uint8_t* matrix = (partner ? args.partner_weights : args.weights) +
+                               static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
   // Shared-window addresses of the storage's members, as offsets from the ring's: one address
   // conversion, and the barrier addresses stay immediates from it.
   float* xs_s = shared.xs;
+  float* xs_partner = shared.xs + kWgmmaMaxTokens;
   const std::uint32_t b_base = detail::smem_address(shared.ring);
   auto from_ring = [&](std::size_t member_offset) {
     return b_base + static_cast<std::uint32_t>(member_offset - offsetof(Storage, ring));
@@ -272,8 +287,11 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   // Per routed row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by
   // 2^14 is exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
   const float ts = args.tensor_scale[expert];
+  const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
   for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
     xs_s[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts), 16384.0f) : 0.0f;
+    if (kPair)
+      xs_partner[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts_partner), 16384.0f) : 0.0f;
   }
   __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
@@ -382,12 +400,13 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   float* staged = &reinterpret_cast<WgStagedOutputs<kWarpgroups>*>(smem)->out[0][0];
   if (tile < args.out_rows / 16) {
     const int ol = warp * 16 + g;
+    const float* scales = partner ? xs_partner : xs_s;
 #pragma unroll
     for (int j = 0; j < kN / 8; ++j) {
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const int n = j * 8 + 2 * t + c;
-        const float scale = xs_s[n];
+        const float scale = scales[n];
         float* out = staged + n * kStride + ol;
         out[0] = __fmul_rn(scale, acc[4 * j + c]);
         out[8] = __fmul_rn(scale, acc[4 * j + 2 + c]);
@@ -395,17 +414,41 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
     }
   }
   __syncthreads();
+  // Staged columns [0, cols) are this GEMM's rows; in a pair block [cols, 2 * cols) the partner's.
   const int cols = min(kRows, args.out_rows - row_block * kRows);
-  float* y0 = args.y + static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  const int staged_cols = kPair ? 2 * cols : cols;
+  const std::int64_t first = static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  float* y0 = args.y + first;
+  float* partner_y0 = kPair ? args.partner_y + first - cols : nullptr;  // at staged column cols
   for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
 #pragma unroll
     for (int h = 0; h < kRows / 128; ++h) {
       const int col = h * 128 + lane * 4;
-      if (col < cols) {
+      if (col < staged_cols) {
         const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
-        *reinterpret_cast<float4*>(y0 + static_cast<std::int64_t>(n) * args.out_rows + col) = v;
+        float* y = !kPair || col < cols ? y0 : partner_y0;
+        *reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows + col) = v;
       }
     }
+  }
+}
+
+// The block's variant: N is its routed rows rounded up to 16.
+template <bool kV2, int kWarpgroups, bool kPair>
+__device__ __forceinline__ void wgmma_rows(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+                                           const BlockWork& w) {
+  switch ((w.rows + 15) / 16) {
+    case 1: return wgmma_block<kV2, kWarpgroups, 16, kPair>(args, x16_map, smem, w);
+    case 2: return wgmma_block<kV2, kWarpgroups, 32, kPair>(args, x16_map, smem, w);
+    case 3: return wgmma_block<kV2, kWarpgroups, 48, kPair>(args, x16_map, smem, w);
+    case 4: return wgmma_block<kV2, kWarpgroups, 64, kPair>(args, x16_map, smem, w);
+    case 5: return wgmma_block<kV2, kWarpgroups, 80, kPair>(args, x16_map, smem, w);
+    case 6: return wgmma_block<kV2, kWarpgroups, 96, kPair>(args, x16_map, smem, w);
+    case 7: return wgmma_block<kV2, kWarpgroups, 112, kPair>(args, x16_map, smem, w);
+    case 8: return wgmma_block<kV2, kWarpgroups, 128, kPair>(args, x16_map, smem, w);
+    case 9: return wgmma_block<kV2, kWarpgroups, 144, kPair>(args, x16_map, smem, w);
+    case 10: return wgmma_block<kV2, kWarpgroups, 160, kPair>(args, x16_map, smem, w);
+    default: __trap();
   }
 }
 
@@ -414,23 +457,10 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   const BlockWork w = block_work(args);
-  const int expert = w.expert;
-  const int row_block = w.row_block;
-  const int items = w.items;
-  const int begin = w.begin;
-  const int rows = w.rows;
-  switch ((rows + 15) / 16) {
-    case 1: return wgmma_block<kV2, kWarpgroups, 16>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 2: return wgmma_block<kV2, kWarpgroups, 32>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 3: return wgmma_block<kV2, kWarpgroups, 48>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 4: return wgmma_block<kV2, kWarpgroups, 64>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 5: return wgmma_block<kV2, kWarpgroups, 80>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 6: return wgmma_block<kV2, kWarpgroups, 96>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 7: return wgmma_block<kV2, kWarpgroups, 112>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 8: return wgmma_block<kV2, kWarpgroups, 128>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 9: return wgmma_block<kV2, kWarpgroups, 144>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    case 10: return wgmma_block<kV2, kWarpgroups, 160>(args, &x16_map, wg_smem, expert, row_block, items, begin, rows);
-    default: __trap();
+  if (w.pair) {
+    wgmma_rows<kV2, kWarpgroups, true>(args, &x16_map, wg_smem, w);
+  } else {
+    wgmma_rows<kV2, kWarpgroups, false>(args, &x16_map, wg_smem, w);
   }
 }
 

@@ -10,7 +10,7 @@
 namespace tpgraph::kernels {
 
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
-                  const DeviceGemmPlan& plan, float* y, Stream stream) {
+                  const DeviceGemmPlan& plan, float* y, Stream stream, const ExpertBank* partner, float* partner_y) {
   if (w.rows % 16 != 0 || w.cols % gemm::kChunkElems != 0) {
     throw std::invalid_argument("grouped_gemm: weights " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                                 "; rows must be a multiple of 16 and cols of 64");
@@ -19,7 +19,24 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
   if (plan.tile < 0 || plan.tile >= gemm_tile_count()) {
     throw std::invalid_argument("grouped_gemm: tile " + std::to_string(plan.tile) + " out of range");
   }
-  const gemm::GemmArgs args{x16, xs, w.bytes, w.tensor_scale, w.rows, w.cols, plan.items, plan.tile, y};
+  if (plan.paired && (partner == nullptr || partner_y == nullptr || partner->rows != w.rows ||
+                      partner->cols != w.cols || partner->layout != w.layout)) {
+    throw std::invalid_argument("grouped_gemm: a paired plan needs a partner GEMM of the same shape and layout (" +
+                                std::to_string(w.rows) + " x " + std::to_string(w.cols) + ")");
+  }
+  const bool paired = plan.paired;
+  const gemm::GemmArgs args{x16,
+                            xs,
+                            w.bytes,
+                            w.tensor_scale,
+                            w.rows,
+                            w.cols,
+                            plan.items,
+                            plan.tile,
+                            y,
+                            paired ? partner->bytes : nullptr,
+                            paired ? partner->tensor_scale : nullptr,
+                            paired ? partner_y : nullptr};
   const bool v2 = w.layout == Layout::v2;
   if (gemm::kTiles[static_cast<std::size_t>(plan.tile)].wgmma) {
     gemm::launch_wgmma(args, v2, plan.tile, routing.n_rows, plan.grid, stream);

@@ -44,6 +44,7 @@ struct DeviceGemmPlan {
   const std::int32_t* items = nullptr;  // device copy of GemmPlan::items
   int grid = 0;
   int tile = 0;
+  bool paired = false;  // GemmPlan::paired: the launch needs a partner
 };
 
 // 1. x16[i] = half(z[row_token[i]] / s), xs[i] = s = amax of the row (1 if 0).
@@ -63,8 +64,11 @@ void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a
 // with the same routing (the kernel traps on a plan cut for another tile).
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
                   const std::int32_t* plan_items, int plan_grid, float* y, Stream stream);
+// A paired plan (plan_gate_up's first) also computes the partner GEMM's rows of its pair blocks:
+// `partner` (same shape and layout as w) and its output `partner_y`; other plans ignore them.
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
-                  const DeviceGemmPlan& plan, float* y, Stream stream);
+                  const DeviceGemmPlan& plan, float* y, Stream stream, const ExpertBank* partner = nullptr,
+                  float* partner_y = nullptr);
 // 3. a = silu(g) * u, n elements.
 void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream);
 // 6. out[t][h] = sum over the token's pairs j = 0..k-1 (fmaf, in order) of weight * y[pair_row].
