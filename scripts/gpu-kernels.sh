@@ -6,8 +6,9 @@
 #   check     tpgraph check (numerics + determinism arms), JSON to $OUT/check.json
 #   bench     tpgraph bench, JSON to $OUT/bench.json; BENCH_ARGS adds options (e.g. --all-tiles)
 #   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
-#   ncu       Nsight Compute (full set, clocks left alone) of the grouped GEMMs at t=43, 416, 4096:
-#             details per kernel and a warp-stall summary of the SASS (scripts/ncu_stalls.py)
+#   ncu       Nsight Compute (clocks left alone) of the grouped GEMMs at t=43, 416, 4096: unit-level
+#             sections per kernel; NCU_SET="--set full" adds source counters and a warp-stall summary
+#             of the SASS (scripts/ncu_stalls.py), which the wgmma kernel does not complete
 #   ncu-chain Nsight Compute (clocks left alone) of the chain's other kernels at t=4096: duration,
 #             DRAM and L2 throughput, occupancy
 #   sass      cuobjdump of the kernels to $OUT/sass.txt, with instruction counts per GEMM kernel
@@ -58,19 +59,24 @@ for step in "${steps[@]}"; do
         # Application replay (bench runs again for every pass, a few seconds each): kernel replay
         # saves and restores the process's device memory around each pass, and on the wgmma kernel
         # at t=4096 it made no progress in 500 s. Four sections of one kernel take about 75 s this
-        # way; the full set with source counters took over 220 s: one token count per device call
-        # (NCU_TOKENS).
-        ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 --set full \
+        # way. The source counters' instrumented pass (in --set full, or NCU_SET="--section
+        # SourceCounters") launched the wgmma kernel and never completed (420 s): the default set
+        # is the unit-level one, for the wgmma tiles. One token count per device call (NCU_TOKENS).
+        # shellcheck disable=SC2086
+        ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 \
+          ${NCU_SET:---section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy} \
           -o "/tmp/tpgraph-ncu-$t" -f "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits \
           >>"$OUT/ncu.log" 2>&1 || rc=$?
         ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page details >"$OUT/ncu-$t.txt" 2>&1 || rc=$?
-        # The source page is tens of MB: only its summary comes back.
-        ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page source --csv --print-source sass >"/tmp/tpgraph-ncu-$t.csv" 2>&1 &&
-          python3 scripts/ncu_stalls.py "/tmp/tpgraph-ncu-$t.csv" >"$OUT/ncu-stalls-$t.txt" 2>&1 || rc=$?
+        # The source page (with source counters only) is tens of MB: only its summary comes back.
+        if [ -n "${NCU_SET:-}" ]; then
+          ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page source --csv --print-source sass >"/tmp/tpgraph-ncu-$t.csv" 2>&1 &&
+            python3 scripts/ncu_stalls.py "/tmp/tpgraph-ncu-$t.csv" >"$OUT/ncu-stalls-$t.txt" 2>&1 || rc=$?
+        fi
       done
       grep -hE "grouped_gemm|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Registers Per|Block Limit (Reg|Shared)" \
         "$OUT"/ncu-*.txt | head -n 80
-      grep -h "stalls:" "$OUT"/ncu-stalls-*.txt ;;
+      grep -hs "stalls:" "$OUT"/ncu-stalls-*.txt ;;
     ncu-chain)
       # The first launches of a bench run are the eager chain's: one of each kernel.
       ncu --replay-mode application --clock-control none --kernel-name regex:"gather_quantize|swiglu|quantize_rows|combine" --launch-count 4 \
