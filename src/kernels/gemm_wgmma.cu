@@ -419,15 +419,15 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   const int staged_cols = kPair ? 2 * cols : cols;
   const std::int64_t first = static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
   float* y0 = args.y + first;
-  float* partner_y0 = kPair ? args.partner_y + first - cols : nullptr;  // at staged column cols
+  float* partner_y0 = kPair ? args.partner_y + first : nullptr;
   for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
 #pragma unroll
     for (int h = 0; h < kRows / 128; ++h) {
       const int col = h * 128 + lane * 4;
       if (col < staged_cols) {
         const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
-        float* y = !kPair || col < cols ? y0 : partner_y0;
-        *reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows + col) = v;
+        float* y = !kPair || col < cols ? y0 + col : partner_y0 + (col - cols);
+        *reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows) = v;
       }
     }
   }
