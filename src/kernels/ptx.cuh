@@ -154,21 +154,21 @@ __device__ __forceinline__ void mma_16816(float c[4], const std::uint32_t a[4], 
 // of row r swizzled by r % 8 (the 128-byte swizzle, as tensor copies write it), the stage
 // 1024-byte aligned. wgmma reads it K-major: 8-row groups 1024 bytes apart (stride byte offset),
 // the leading byte offset unused; k16 step kk starts 32 * kk bytes on.
-__device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) {
-  constexpr std::uint64_t kLeading = 1;
+
+// The descriptor's low word: the address >> 4 (a shared-window address is below 2^18, so it fits
+// the 14-bit field) with the leading byte offset; k16 step kk adds 2 * kk to it.
+__device__ __forceinline__ std::uint32_t smem_desc_sw128_lo_of(std::uint32_t address) {
+  constexpr std::uint32_t kLeading = 1;
+  return (address >> 4) | (kLeading << 16);
+}
+// The descriptor from its low word: the high word is the stride byte offset and the swizzle mode.
+__device__ __forceinline__ std::uint64_t smem_desc_sw128_lo(std::uint32_t lo) {
   constexpr std::uint64_t kStride = 1024 >> 4;
   constexpr std::uint64_t kSwizzle128 = 1;
-  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) | (kLeading << 16) | (kStride << 32) |
-         (kSwizzle128 << 62);
+  return static_cast<std::uint64_t>(lo) | (kStride << 32) | (kSwizzle128 << 62);
 }
-// The same descriptor from its low word: the stage's address >> 4 (a shared-window address is below
-// 2^18, so it fits the 14-bit field) with the leading byte offset; k16 step kk adds 2 * kk to it.
-__device__ __forceinline__ std::uint32_t smem_desc_sw128_lo_of(std::uint32_t address) {
-  return (address >> 4) | (1u << 16);
-}
-__device__ __forceinline__ std::uint64_t smem_desc_sw128_lo(std::uint32_t lo) {
-  constexpr std::uint64_t kHigh = (static_cast<std::uint64_t>(1024 >> 4)) | (static_cast<std::uint64_t>(1) << 30);
-  return static_cast<std::uint64_t>(lo) | (kHigh << 32);
+__device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) {
+  return smem_desc_sw128_lo(smem_desc_sw128_lo_of(address));
 }
 
 }  // namespace tpgraph::kernels::detail
