@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Times kernel variants side by side in one device call, on the GPU machine from the repository
+# root (docs/kernel-notes.md "How kernel variants are compared"):
+#
+#   scripts/gpu-variants.sh PACK
+#
+# PACK comes from scripts/kernel-variants.sh. Each round runs `tpgraph bench --no-limits` of every
+# variant in the pack's order (ROUNDS rounds, default 2: the variants alternate, so the clocks'
+# drift falls on all of them); then every variant but the first runs the kernel GPU tests
+# (`[kernels]~[full]`) and `tpgraph check` unless CHECKS=0. TOKENS (default 4096) and
+# BENCH_ARGS go to bench. Logs and bench JSON go to $OUT (default ./out); the last lines printed
+# are one row per variant and round: the GEMMs' medians in the chain (steady between calls, what
+# ranks close variants), the 3 GEMMs back to back and the chain (both move with the clocks).
+set -uo pipefail
+[ $# -eq 1 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+pack=$1
+OUT=${OUT:-out}
+ROUNDS=${ROUNDS:-2}
+TOKENS=${TOKENS:-4096}
+mkdir -p "$OUT"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+tar xzf "$pack" -C "$dir" || { echo "gpu-variants: cannot unpack $pack" >&2; exit 2; }
+mapfile -t names < <(cut -f1 "$dir/variants.tsv")
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
+rc=0
+for round in $(seq 1 "$ROUNDS"); do
+  for name in "${names[@]}"; do
+    # shellcheck disable=SC2086
+    "$dir/$name/tpgraph" bench --no-limits --tokens "$TOKENS" --json "$OUT/bench-$name-$round.json" ${BENCH_ARGS:-} \
+      >"$OUT/bench-$name-$round.log" 2>&1 || { echo "gpu-variants: bench of $name failed"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
+  done
+done
+if [ "${CHECKS:-1}" != 0 ]; then
+  for name in "${names[@]:1}"; do
+    "$dir/$name/tpgraph_gpu_tests" "[kernels]~[full]" >"$OUT/tests-$name.log" 2>&1
+    t=$?
+    "$dir/$name/tpgraph" check >"$OUT/check-$name.log" 2>&1
+    c=$?
+    echo "$name: kernel tests rc=$t ($(tail -n 2 "$OUT/tests-$name.log" | tr -s ' \n' ' ')), check rc=$c ($(grep -m1 -E 'PASS|FAIL' "$OUT/check-$name.log"))"
+    [ $t -eq 0 ] && [ $c -eq 0 ] || rc=1
+  done
+fi
+echo "---- gpu-variants: medians in us (bench --no-limits, --tokens $TOKENS; gate, up, down in the chain) ----"
+python3 - "$OUT" "$ROUNDS" "${names[@]}" <<'EOF'
+import json, sys
+out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print(f"{'variant':<12} {'round':>5} {'t':>5} {'gate':>8} {'up':>8} {'down':>8} {'3 GEMMs':>9} {'chain':>9}")
+for name in names:
+    for r in range(1, rounds + 1):
+        try:
+            runs = json.load(open(f"{out}/bench-{name}-{r}.json"))["results"]
+        except (OSError, ValueError, KeyError):
+            print(f"{name:<12} {r:>5} (no result)")
+            continue
+        for run in runs:
+            k = {step["kernel"]: step["median_us"] for step in run["kernels"]}
+            print(f"{name:<12} {r:>5} {run['tokens']:>5} {k['gate']:>8.1f} {k['up']:>8.1f} {k['down']:>8.1f} "
+                  f"{run['gemms_us']:>9.1f} {run['chain_us']:>9.1f}")
+EOF
+exit $rc
