@@ -34,6 +34,7 @@ for arg in "$@"; do
   spec=${arg#*=}
   [[ "$name" =~ ^[A-Za-z0-9_.-]+$ && "$arg" == *=* ]] || { echo "kernel-variants: '$arg' is not NAME=SPEC" >&2; exit 2; }
   out="$work/pack/$name"
+  [ ! -e "$out" ] || { echo "kernel-variants: variant $name is named twice" >&2; exit 2; }
   mkdir -p "$out"
   if [ -z "$spec" ] || [[ "$spec" == @* ]]; then
     dir=${spec#@}
