@@ -55,6 +55,7 @@ for arg in "$@"; do
       cmd=$(sed -E "s# -MD -MT [^ ]+ -MF [^ ]+##; s# -o [^ ]+\.cu\.o( |$)# -o $objs/$(basename "$obj")\1#" <<<"$cmd")
       [[ "$cmd" == *" -o $objs/"* ]] || { echo "kernel-variants: cannot place the object of: $cmd" >&2; exit 1; }
       cmd=${cmd/ -x cu / $spec -x cu }
+      [[ "$cmd" == *" $spec -x cu "* ]] || { echo "kernel-variants: cannot add the defines to: $cmd" >&2; exit 1; }
       (cd "$build" && eval "$cmd" >"$objs/$(basename "$obj").log" 2>&1) &
       pids+=($!)
     done < <(commands libtpgraph_kernels.a | grep -E -- ' -c [^ ]+/src/kernels/[^ ]+\.cu ')
@@ -70,6 +71,9 @@ for arg in "$@"; do
       cmd=$(link_command "$target")
       cmd=${cmd// libtpgraph_kernels.a / $objs/libtpgraph_kernels.a }
       cmd=${cmd/ -o $target / -o $objs/$(basename "$target") }
+      # Without both substitutions the "variant" would silently be BUILD's own binary.
+      [[ "$cmd" == *" $objs/libtpgraph_kernels.a "* && "$cmd" == *" -o $objs/"* ]] ||
+        { echo "kernel-variants: cannot relink $target against the variant's kernels" >&2; exit 1; }
       (cd "$build" && eval "$cmd")
       strip -o "$out/$(basename "$target")" "$objs/$(basename "$target")"
     done
