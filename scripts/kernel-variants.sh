@@ -12,10 +12,12 @@
 #                       before the change, say; an empty SPEC means "@BUILD").
 # BUILD (default build-ci) is a built Ninja tree of this checkout. The binaries are stripped and
 # packed into PACK (.tgz) with a list of the variants in their order; the device call carries PACK
-# (its carry limit is 64 MiB: some 7.5 MB a variant, so up to eight).
+# (its carry limit is 64 MiB: some 7.5 MB a variant, so up to eight). Then, where cuobjdump is at
+# hand, it prints each GEMM kernel's instructions per MMA in its main loops, variant by variant
+# (scripts/sass_loops.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 pack=$1
 shift
 build=$(cd "${BUILD:-build-ci}" && pwd)
@@ -84,3 +86,10 @@ done
 mkdir -p "$(dirname "$pack")"
 tar czf "$pack" -C "$work/pack" .
 echo "kernel-variants: ${names[*]} -> $pack ($(du -h "$pack" | cut -f1))"
+# The GEMM kernels' instructions per MMA, side by side (scripts/sass_loops.py), where cuobjdump is
+# at hand; SASS=0 skips it.
+if [ "${SASS:-1}" != 0 ]; then
+  columns=()
+  for name in "${names[@]}"; do columns+=("$name=$work/pack/$name/tpgraph"); done
+  ./scripts/sass_loops.py "${columns[@]}" || echo "kernel-variants: no instruction counts (SASS=0 skips them)"
+fi
