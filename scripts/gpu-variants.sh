@@ -11,11 +11,14 @@
 # BENCH_ARGS go to bench. Logs and bench JSON go to $OUT (default ./out); the last lines printed
 # are one row per variant and round: the GEMMs' medians in the chain (steady between calls, what
 # ranks close variants), the 3 GEMMs back to back and the chain (both move with the clocks).
+# Every run is stopped after LIMIT seconds (default 150): a variant that hangs costs its own runs,
+# not the device call.
 set -uo pipefail
-[ $# -eq 1 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 pack=$1
 OUT=${OUT:-out}
 ROUNDS=${ROUNDS:-2}
+LIMIT=${LIMIT:-150}
 TOKENS=${TOKENS:-4096}
 mkdir -p "$OUT"
 dir=$(mktemp -d)
@@ -27,15 +30,15 @@ rc=0
 for round in $(seq 1 "$ROUNDS"); do
   for name in "${names[@]}"; do
     # shellcheck disable=SC2086
-    "$dir/$name/tpgraph" bench --no-limits --tokens "$TOKENS" --json "$OUT/bench-$name-$round.json" ${BENCH_ARGS:-} \
-      >"$OUT/bench-$name-$round.log" 2>&1 || { echo "gpu-variants: bench of $name failed"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
+    timeout -k 10 "$LIMIT" "$dir/$name/tpgraph" bench --no-limits --tokens "$TOKENS" --json "$OUT/bench-$name-$round.json" ${BENCH_ARGS:-} \
+      >"$OUT/bench-$name-$round.log" 2>&1 || { r=$?; echo "gpu-variants: bench of $name failed (rc $r$([ $r -ge 124 ] && echo ": stopped after $LIMIT s"))"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
   done
 done
 if [ "${CHECKS:-1}" != 0 ]; then
   for name in "${names[@]:1}"; do
-    "$dir/$name/tpgraph_gpu_tests" "[kernels]~[full]" >"$OUT/tests-$name.log" 2>&1
+    timeout -k 10 "$LIMIT" "$dir/$name/tpgraph_gpu_tests" "[kernels]~[full]" >"$OUT/tests-$name.log" 2>&1
     t=$?
-    "$dir/$name/tpgraph" check >"$OUT/check-$name.log" 2>&1
+    timeout -k 10 "$LIMIT" "$dir/$name/tpgraph" check >"$OUT/check-$name.log" 2>&1
     c=$?
     echo "$name: kernel tests rc=$t ($(tail -n 2 "$OUT/tests-$name.log" | tr -s ' \n' ' ')), check rc=$c ($(grep -m1 -E 'PASS|FAIL' "$OUT/check-$name.log"))"
     [ $t -eq 0 ] && [ $c -eq 0 ] || rc=1
