@@ -31,7 +31,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for name in "${names[@]}"; do
     # shellcheck disable=SC2086
     timeout -k 10 "$LIMIT" "$dir/$name/tpgraph" bench --no-limits --tokens "$TOKENS" --json "$OUT/bench-$name-$round.json" ${BENCH_ARGS:-} \
-      >"$OUT/bench-$name-$round.log" 2>&1 || { r=$?; echo "gpu-variants: bench of $name failed (rc $r$([ $r -ge 124 ] && echo ": stopped after $LIMIT s"))"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
+      >"$OUT/bench-$name-$round.log" 2>&1 || { r=$?; echo "gpu-variants: bench of $name failed (rc $r$([ $r -eq 124 ] || [ $r -eq 137 ] && echo ": stopped after $LIMIT s"))"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
   done
 done
 if [ "${CHECKS:-1}" != 0 ]; then

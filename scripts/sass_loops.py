@@ -81,6 +81,13 @@ def functions(path):
     return result
 
 
+def branch_target(body, index, i):
+    """The index a branch at body[i] goes to, or None (not a branch, or a target outside body)."""
+    _, opcode, operands, _ = body[i]
+    m = re.search(r"0x([0-9a-f]+)", operands) if opcode.startswith("BRA") else None
+    return index.get(int(m.group(1), 16)) if m else None
+
+
 def forward_path(body, index, first, last):
     """The fewest instructions from `first` to `last` (indices into body, both on the path), or
     None: every forward branch inside [first, last] may be taken or not (an unpredicated one always
@@ -91,12 +98,10 @@ def forward_path(body, index, first, last):
     for i in range(first, last):
         if i not in cost:
             continue
-        _, opcode, operands, conditional = body[i]
-        m = re.search(r"0x([0-9a-f]+)", operands) if opcode.startswith("BRA") else None
-        target = index.get(int(m.group(1), 16)) if m else None
+        target = branch_target(body, index, i)
         inside = target is not None and i < target <= last
         successors = [target] if inside else []
-        if not inside or conditional:
+        if not inside or body[i][3]:
             successors.append(i + 1)
         for j in successors:
             if cost.get(j, 1 << 30) > cost[i] + 1:
@@ -133,9 +138,8 @@ def mma_loops(body):
     indices of the shortest way through the loop's work (shortest_path)."""
     index = {address: i for i, (address, _, _, _) in enumerate(body)}
     spans = []
-    for i, (address, opcode, operands, _) in enumerate(body):
-        m = re.search(r"0x([0-9a-f]+)", operands) if opcode.startswith("BRA") else None
-        target = index.get(int(m.group(1), 16)) if m else None
+    for i in range(len(body)):
+        target = branch_target(body, index, i)
         span = [op for _, op, _, _ in body[target: i + 1]] if target is not None and target < i else []
         # A span with an EXIT is not a loop: the branch back is the end of a barrier's retry stub,
         # placed after the kernel's code.
@@ -166,17 +170,19 @@ def main(argv):
         label, _, path = arg.rpartition("=") if "=" in arg else (os.path.basename(arg), "", arg)
         if not os.path.exists(path):
             sys.exit(f"sass_loops: {path}: no such file")
-        columns.append((label, {k: mma_loops(v) for k, v in functions(path).items()}))
-        if show is not None:
-            kernel, n = show
-            body = functions(path).get(kernel)
-            loops = mma_loops(body) if body else []
-            if n >= len(loops):
-                sys.exit(f"sass_loops: {path} has no MMA loop {n} in {kernel} ({len(loops)} loops)")
-            print(f"{label}: {kernel} loop {n}, {len(loops[n][0])} instructions on the shortest path")
-            for i in loops[n][0]:
-                address, opcode, operands, conditional = body[i]
-                print(f"  {address:#07x} {'?' if conditional else ' '} {opcode}{operands}")
+        bodies = functions(path)
+        if show is None:
+            columns.append((label, {k: mma_loops(v) for k, v in bodies.items()}))
+            continue
+        kernel, n = show
+        body = bodies.get(kernel, [])
+        loops = mma_loops(body)
+        if n >= len(loops):
+            sys.exit(f"sass_loops: {path} has no MMA loop {n} in {kernel} ({len(loops)} loops)")
+        print(f"{label}: {kernel} loop {n}, {len(loops[n][0])} instructions on the shortest path")
+        for i in loops[n][0]:
+            address, opcode, operands, conditional = body[i]
+            print(f"  {address:#07x} {'?' if conditional else ' '} {opcode}{operands}")
     if show is not None:
         return
     kernels = sorted({k for _, table in columns for k in table})
