@@ -4,17 +4,18 @@
 #
 #   scripts/gpu-variants.sh PACK
 #
-# PACK comes from scripts/kernel-variants.sh. Each round runs `tpgraph bench --no-limits` of every
-# variant in the pack's order (ROUNDS rounds, default 2: the variants alternate, so the clocks'
-# drift falls on all of them); then every variant but the first runs the kernel GPU tests
-# (`[kernels]~[full]`) and `tpgraph check` unless CHECKS=0. TOKENS (default 4096) and
-# BENCH_ARGS go to bench. Logs and bench JSON go to $OUT (default ./out); the last lines printed
-# are one row per variant and round: the GEMMs' medians in the chain (steady between calls, what
-# ranks close variants), the 3 GEMMs back to back and the chain (both move with the clocks).
-# Every run is stopped after LIMIT seconds (default 150): a variant that hangs costs its own runs,
-# not the device call.
+# PACK comes from scripts/kernel-variants.sh (a tar file, xz or gzip). Each round runs `tpgraph
+# bench --no-limits` of every variant in the pack's order (ROUNDS rounds, default 2: the variants
+# alternate, so the clocks' drift falls on all of them) and prints its wall time; then every
+# variant but the first runs the kernel GPU tests (`[kernels]~[full]`, where the pack holds them)
+# and `tpgraph check` unless CHECKS=0. TOKENS (default 4096) and BENCH_ARGS go to bench. Logs
+# and bench JSON go to $OUT (default ./out); the last lines printed are one row per variant and
+# round: the GEMMs' medians in the chain (steady between calls, what ranks close variants), the 3
+# GEMMs back to back and the chain (both move with the clocks). Every run is stopped after LIMIT
+# seconds (default 150): a variant that hangs costs its own runs, not the device call. VARIANTS
+# ("base c2 t1") runs only those, in that order (the first is the one the checks skip).
 set -uo pipefail
-[ $# -eq 1 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 pack=$1
 OUT=${OUT:-out}
 ROUNDS=${ROUNDS:-2}
@@ -23,21 +24,40 @@ TOKENS=${TOKENS:-4096}
 mkdir -p "$OUT"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-tar xzf "$pack" -C "$dir" || { echo "gpu-variants: cannot unpack $pack" >&2; exit 2; }
+# tar reads xz and gzip alike where xz is installed; Python's tarfile where it is not.
+tar xf "$pack" -C "$dir" 2>/dev/null || python3 -c '
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as pack:
+    pack.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$pack" "$dir" ||
+  { echo "gpu-variants: cannot unpack $pack" >&2; exit 2; }
 mapfile -t names < <(cut -f1 "$dir/variants.tsv")
+if [ -n "${VARIANTS:-}" ]; then
+  read -r -a picked <<<"$VARIANTS"
+  for name in "${picked[@]}"; do
+    [ -x "$dir/$name/tpgraph" ] || { echo "gpu-variants: no variant '$name' in $pack (it holds: ${names[*]})" >&2; exit 2; }
+  done
+  names=("${picked[@]}")
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 rc=0
 for round in $(seq 1 "$ROUNDS"); do
   for name in "${names[@]}"; do
+    start=$SECONDS
     # shellcheck disable=SC2086
     timeout -k 10 "$LIMIT" "$dir/$name/tpgraph" bench --no-limits --tokens "$TOKENS" --json "$OUT/bench-$name-$round.json" ${BENCH_ARGS:-} \
       >"$OUT/bench-$name-$round.log" 2>&1 || { r=$?; echo "gpu-variants: bench of $name failed (rc $r$([ $r -eq 124 ] || [ $r -eq 137 ] && echo ": stopped after $LIMIT s"))"; tail -n 3 "$OUT/bench-$name-$round.log"; rc=1; }
+    echo "$name round $round: $((SECONDS - start)) s"
   done
 done
 if [ "${CHECKS:-1}" != 0 ]; then
   for name in "${names[@]:1}"; do
-    timeout -k 10 "$LIMIT" "$dir/$name/tpgraph_gpu_tests" "[kernels]~[full]" >"$OUT/tests-$name.log" 2>&1
-    t=$?
+    if [ -x "$dir/$name/tpgraph_gpu_tests" ]; then
+      timeout -k 10 "$LIMIT" "$dir/$name/tpgraph_gpu_tests" "[kernels]~[full]" >"$OUT/tests-$name.log" 2>&1
+      t=$?
+    else
+      echo "not in the pack (BINARIES=tpgraph)" >"$OUT/tests-$name.log"
+      t=1
+    fi
     timeout -k 10 "$LIMIT" "$dir/$name/tpgraph" check >"$OUT/check-$name.log" 2>&1
     c=$?
     echo "$name: kernel tests rc=$t ($(tail -n 2 "$OUT/tests-$name.log" | tr -s ' \n' ' ')), check rc=$c ($(grep -m1 -E 'PASS|FAIL' "$OUT/check-$name.log"))"

@@ -11,17 +11,25 @@
 #   "@DIR"              DIR/tpgraph and DIR/tests/tpgraph_gpu_tests as they are (a build of the code
 #                       before the change, say; an empty SPEC means "@BUILD").
 # BUILD (default build-ci) is a built Ninja tree of this checkout. The binaries are stripped and
-# packed into PACK (.tgz) with a list of the variants in their order; the device call carries PACK
-# (its carry limit is 64 MiB: some 7.5 MB a variant, so up to eight). Then, where cuobjdump is at
-# hand, it prints each GEMM kernel's instructions per MMA in its main loops, variant by variant
-# (scripts/sass_loops.py).
+# packed into PACK (a tar file, xz-compressed) with a list of the variants in their order; the
+# device call carries PACK (its carry limit is 64 MiB). BINARIES=tpgraph packs only the benchmark
+# binary, for a timing call with CHECKS=0 (BINARIES=all, the default, adds tpgraph_gpu_tests).
+# SPILLS=ok lets a variant whose kernels spill registers build (the spills are listed).
+# Then, where cuobjdump is at hand, it prints each GEMM kernel's instructions per MMA in its main
+# loops, variant by variant (scripts/sass_loops.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
 pack=$1
 shift
 build=$(cd "${BUILD:-build-ci}" && pwd)
 [ -f "$build/build.ninja" ] || { echo "kernel-variants: $build is not a Ninja build tree (BUILD)" >&2; exit 2; }
+case "${BINARIES:-all}" in
+  all) targets=(tpgraph tests/tpgraph_gpu_tests) ;;
+  tpgraph) targets=(tpgraph) ;;
+  *) echo "kernel-variants: BINARIES is 'all' or 'tpgraph', not '$BINARIES'" >&2; exit 2 ;;
+esac
+command -v xz >/dev/null || { echo "kernel-variants: xz is missing (apt-get install xz-utils)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/pack"
@@ -41,11 +49,10 @@ for arg in "$@"; do
   if [ -z "$spec" ] || [[ "$spec" == @* ]]; then
     dir=${spec#@}
     dir=${dir:-$build}
-    for bin in tpgraph tests/tpgraph_gpu_tests; do
+    for bin in "${targets[@]}"; do
       [ -x "$dir/$bin" ] || { echo "kernel-variants: $dir/$bin is missing" >&2; exit 2; }
+      strip -o "$out/$(basename "$bin")" "$dir/$bin"
     done
-    strip -o "$out/tpgraph" "$dir/tpgraph"
-    strip -o "$out/tpgraph_gpu_tests" "$dir/tests/tpgraph_gpu_tests"
   else
     objs="$work/obj-$name"
     mkdir -p "$objs"
@@ -58,6 +65,8 @@ for arg in "$@"; do
       [[ "$cmd" == *" -o $objs/"* ]] || { echo "kernel-variants: cannot place the object of: $cmd" >&2; exit 1; }
       cmd=${cmd/ -x cu / $spec -x cu }
       [[ "$cmd" == *" $spec -x cu "* ]] || { echo "kernel-variants: cannot add the defines to: $cmd" >&2; exit 1; }
+      # SPILLS=ok: a spill is reported, not an error (to time a variant before making it spill-free).
+      [ "${SPILLS:-}" != ok ] || cmd=${cmd// -Werror=all-warnings / }
       (cd "$build" && eval "$cmd" >"$objs/$(basename "$obj").log" 2>&1) &
       pids+=($!)
     done < <(commands libtpgraph_kernels.a | grep -E -- ' -c [^ ]+/src/kernels/[^ ]+\.cu ')
@@ -69,7 +78,7 @@ for arg in "$@"; do
     grep -ho "function '[^']*', [0-9]* bytes spill stores, [0-9]* bytes spill loads" "$objs"/*.log |
       sed -E "s/function '_Z[^']*(grouped_gemm_[a-z]+_kernel)I(L[^E]*E)(L[^E]*E)(L[^E]*E)?[^']*'/\1<\2\3\4>/" |
       sed -E 's/Lb0E/v1,/; s/Lb1E/v2,/; s/Li([0-9]+)E/\1,/g; s/,>/>/; s/^/  '"$name"': /' || true
-    for target in tpgraph tests/tpgraph_gpu_tests; do
+    for target in "${targets[@]}"; do
       cmd=$(link_command "$target")
       cmd=${cmd// libtpgraph_kernels.a / $objs/libtpgraph_kernels.a }
       cmd=${cmd/ -o $target / -o $objs/$(basename "$target") }
@@ -84,7 +93,7 @@ for arg in "$@"; do
   printf '%s\t%s\n' "$name" "${spec:-@$build}" >>"$work/pack/variants.tsv"
 done
 mkdir -p "$(dirname "$pack")"
-tar czf "$pack" -C "$work/pack" .
+XZ_OPT="-9 -T0" tar cJf "$pack" -C "$work/pack" .
 echo "kernel-variants: ${names[*]} -> $pack ($(du -h "$pack" | cut -f1))"
 # The GEMM kernels' instructions per MMA, side by side (scripts/sass_loops.py), where cuobjdump is
 # at hand; SASS=0 skips it.
