@@ -11,11 +11,13 @@
 # and `tpgraph check` unless CHECKS=0. TOKENS (default 4096) and BENCH_ARGS go to bench. Logs
 # and bench JSON go to $OUT (default ./out); the last lines printed are one row per variant and
 # round: the GEMMs' medians in the chain (steady between calls, what ranks close variants), the 3
-# GEMMs back to back and the chain (both move with the clocks). Every run is stopped after LIMIT
-# seconds (default 150): a variant that hangs costs its own runs, not the device call. VARIANTS
-# ("base c2 t1") runs only those, in that order (the first is the one the checks skip).
+# GEMMs back to back and the chain (both move with the clocks); then, per variant and token count,
+# gate + up + down averaged over the rounds, with the rounds' range and the ratio to the first
+# variant. Every run is stopped after LIMIT seconds (default 150): a variant that hangs costs its
+# own runs, not the device call. VARIANTS ("base c2 t1") runs only those, in that order (the first
+# is the one the others are held against and the checks skip).
 set -uo pipefail
-[ $# -eq 1 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 pack=$1
 OUT=${OUT:-out}
 ROUNDS=${ROUNDS:-2}
@@ -69,6 +71,7 @@ python3 - "$OUT" "$ROUNDS" "${names[@]}" <<'EOF'
 import json, sys
 out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print(f"{'variant':<12} {'round':>5} {'t':>5} {'gate':>8} {'up':>8} {'down':>8} {'3 GEMMs':>9} {'chain':>9}")
+sums = {}  # (name, t) -> gate + up + down in the chain, one per round
 for name in names:
     for r in range(1, rounds + 1):
         try:
@@ -80,5 +83,23 @@ for name in names:
             k = {step["kernel"]: step["median_us"] for step in run["kernels"]}
             print(f"{name:<12} {r:>5} {run['tokens']:>5} {k['gate']:>8.1f} {k['up']:>8.1f} {k['down']:>8.1f} "
                   f"{run['gemms_us']:>9.1f} {run['chain_us']:>9.1f}")
+            sums.setdefault((name, run["tokens"]), []).append(k["gate"] + k["up"] + k["down"])
+# Against the first variant: the mean over rounds of gate + up + down in the chain, and the range
+# of the rounds (a difference inside the rounds' spread ranks nothing).
+tokens = sorted({t for _, t in sums})
+base = names[0]
+print(f"---- gate + up + down in the chain, mean of the rounds (min-max), against {base} ----")
+for name in names:
+    cells = []
+    for t in tokens:
+        v = sums.get((name, t))
+        b = sums.get((base, t))
+        if not v:
+            cells.append(f"t={t}: -")
+            continue
+        mean = sum(v) / len(v)
+        ratio = f" {mean / (sum(b) / len(b)):.3f}x" if b else ""
+        cells.append(f"t={t}: {mean:.1f} ({min(v):.1f}-{max(v):.1f}){ratio}")
+    print(f"{name:<12} " + "   ".join(cells))
 EOF
 exit $rc
