@@ -10,8 +10,11 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 t0=$(date +%s)
 stamp() { echo "== $1 ($(( $(date +%s) - t0 ))s)"; }
-cmake -S . -B "$B" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a >"$OUT/build.log" 2>&1 &&
-  cmake --build "$B" -j"$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+if ! { cmake -S . -B "$B" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a >"$OUT/build.log" 2>&1 &&
+  cmake --build "$B" -j"$(nproc)" >>"$OUT/build.log" 2>&1; }; then
+  tail -40 "$OUT/build.log"
+  exit 1
+fi
 stamp built
 "$B/tpgraph" info >"$OUT/info.log" 2>&1; cat "$OUT/info.log"
 "$B/tpgraph" run --replays "$REPLAYS" --warmup 3 --out /tmp/h200-run >"$OUT/run.log" 2>&1
@@ -30,4 +33,4 @@ ncu --clock-control none --metrics gpu__time_duration.sum --csv "$B/tpgraph" run
 echo "ncu rc=$? lines=$(wc -l <"$OUT/ncu.csv")"
 stamp ncu
 BUILD="$B" OUT="$OUT" scripts/gpu-kernels.sh sanitize
-stamp done
+stamp finished

@@ -36,10 +36,12 @@ for step in "${steps[@]}"; do
       "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]" --durations yes >"$OUT/tests.log" 2>&1
       rc=$?; tail -n 4 "$OUT/tests.log" ;;
     check)
-      "$BUILD/tpgraph" check --json "$OUT/check.json" ${CHECK_ARGS:-} >"$OUT/check.log" 2>&1
+      read -r -a extra <<<"${CHECK_ARGS:-}"  # several flags, split on spaces
+      "$BUILD/tpgraph" check --json "$OUT/check.json" "${extra[@]}" >"$OUT/check.log" 2>&1
       rc=$?; cat "$OUT/check.log" ;;
     bench)
-      "$BUILD/tpgraph" bench --json "$OUT/bench.json" ${BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
+      read -r -a extra <<<"${BENCH_ARGS:-}"
+      "$BUILD/tpgraph" bench --json "$OUT/bench.json" "${extra[@]}" >"$OUT/bench.log" 2>&1
       rc=$?; cat "$OUT/bench.log" ;;
     sanitize)
       {
