@@ -2,8 +2,10 @@
 # Installs the distribution packages tpgraph builds with (the CUDA toolkit must already be there).
 set -euo pipefail
 # clang-14 and libclang-rt-14-dev: the libFuzzer harnesses of the file readers (the `fuzz` preset);
-# clang-format-14: the tree follows .clang-format (scripts/format.sh --check).
-pkgs=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev catch2 graphviz clang-14 libclang-rt-14-dev clang-format-14)
+# clang-format-14: the tree follows .clang-format (scripts/format.sh --check); shellcheck: the
+# scripts are checked too (scripts/test.sh).
+pkgs=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev catch2 graphviz clang-14 libclang-rt-14-dev clang-format-14
+  shellcheck)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
