@@ -167,7 +167,7 @@ def main(argv):
         sys.exit(__doc__.strip().split("\n\n")[1])
     columns = []
     for arg in files:
-        label, _, path = arg.rpartition("=") if "=" in arg else (os.path.basename(arg), "", arg)
+        label, _, path = arg.partition("=") if "=" in arg else (os.path.basename(arg), "", arg)
         if not os.path.exists(path):
             sys.exit(f"sass_loops: {path}: no such file")
         bodies = functions(path)
@@ -206,7 +206,7 @@ def main(argv):
                     row += cell(len(loops[n][0]), loops[n][1]) if n < len(loops) else cell(0, 0)
                 print(row)
         else:
-            row = f"{kernel:<18} {len(columns[0][1].get(kernel, [])):>5}"
+            row = f"{kernel:<18} {max(len(t.get(kernel, [])) for _, t in columns):>5}"
             for _, table in columns:
                 loops = table.get(kernel, [])
                 row += cell(sum(len(l[0]) for l in loops), sum(l[1] for l in loops))
