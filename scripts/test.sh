@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/format.sh --check
 shellcheck scripts/*.sh .ci/run
+python3 scripts/check_structure.py
 export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset ci
 cmake --build --preset ci

@@ -7,11 +7,11 @@
 
 #include <cstdio>
 
-#include "core/atomic_file.hpp"
-#include "core/dot.hpp"
-#include "core/error.hpp"
-#include "cuda/error.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/report/dot.hpp"
 #include "cuda/scenario_runner.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cli {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <filesystem>
 
-#include "core/scenario.hpp"
+#include "core/model/scenario.hpp"
 
 namespace tpgraph::cli {
 

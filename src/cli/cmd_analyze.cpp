@@ -8,10 +8,10 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "core/report.hpp"
-#include "core/run_data.hpp"
-#include "core/run_outputs.hpp"
-#include "core/traced_run.hpp"
+#include "core/records/run_data.hpp"
+#include "core/records/traced_run.hpp"
+#include "core/report/report.hpp"
+#include "core/report/run_outputs.hpp"
 
 namespace tpgraph::cli {
 

@@ -26,14 +26,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
-#include "core/atomic_file.hpp"
-#include "core/error.hpp"
-#include "core/reference.hpp"
-#include "core/stats.hpp"
-#include "core/version.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/base/stats.hpp"
+#include "core/base/version.hpp"
+#include "core/numerics/reference.hpp"
 #include "cuda/devices.hpp"
-#include "cuda/error.hpp"
 #include "cuda/scenario_runner.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cli {
 namespace {
@@ -275,7 +275,8 @@ void run_check(const CheckArgs& args) {
     passed += arm.passed() ? 1 : 0;
   }
   const bool ok = passed == static_cast<int>(arms.size());
-  fmt::format_to(put, "check: {} ({} of {} arms pass; tolerance {:.1e} of max|ref|, see src/core/reference.hpp)\n",
+  fmt::format_to(put,
+                 "check: {} ({} of {} arms pass; tolerance {:.1e} of max|ref|, see src/core/numerics/reference.hpp)\n",
                  ok ? "PASS" : "FAIL", passed, arms.size(), kReferenceTolerance);
   fmt::print("{}", out);
 

@@ -7,11 +7,11 @@
 #include "cli/captured_dot.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
-#include "core/atomic_file.hpp"
-#include "core/dot.hpp"
-#include "core/error.hpp"
-#include "core/layer_graph.hpp"
-#include "core/router.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/numerics/router.hpp"
+#include "core/report/dot.hpp"
 
 namespace tpgraph::cli {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "core/error.hpp"
-#include "core/geometry.hpp"
+#include "core/base/error.hpp"
+#include "core/numerics/geometry.hpp"
 #include "cuda/devices.hpp"
-#include "cuda/error.hpp"
 #include "cuda/owners.hpp"
+#include "cuda_error/error.hpp"
 #include "cupti/collector.hpp"
 
 namespace tpgraph::cli {

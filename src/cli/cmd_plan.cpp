@@ -9,8 +9,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
-#include "core/layer_graph.hpp"
-#include "core/router.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/numerics/router.hpp"
 
 namespace tpgraph::cli {
 namespace {

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "core/atomic_file.hpp"
-#include "core/error.hpp"
-#include "core/report.hpp"
-#include "core/run_outputs.hpp"
-#include "core/timeline.hpp"
-#include "core/traced_run.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/records/traced_run.hpp"
+#include "core/report/report.hpp"
+#include "core/report/run_outputs.hpp"
 
 namespace tpgraph::cli {
 

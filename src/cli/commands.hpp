@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "core/run_outputs.hpp"
-#include "core/traced_run.hpp"
+#include "core/records/traced_run.hpp"
+#include "core/report/run_outputs.hpp"
 
 namespace tpgraph::cli {
 

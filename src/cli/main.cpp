@@ -18,9 +18,9 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
-#include "core/atomic_file.hpp"
-#include "core/error.hpp"
-#include "core/version.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/base/version.hpp"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/error.hpp"
-#include "core/json_input.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_input.hpp"
 
 namespace tpgraph::cli {
 

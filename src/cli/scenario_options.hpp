@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/model/scenario.hpp"
 
 namespace tpgraph::cli {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "cuda/capture.hpp"
-#include "cuda/error.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cuda {
 namespace {

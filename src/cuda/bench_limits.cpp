@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "core/half.hpp"
-#include "core/stats.hpp"
+#include "core/base/stats.hpp"
+#include "core/numerics/half.hpp"
 #include "cuda/capture.hpp"
-#include "cuda/error.hpp"
-#include "cuda/error_cublas.hpp"
 #include "cuda/owners.hpp"
+#include "cuda_error/error.hpp"
+#include "cuda_error/error_cublas.hpp"
 
 namespace tpgraph::cuda {
 namespace {

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace tpgraph::cuda {
 namespace {

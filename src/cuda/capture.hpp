@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layer_graph.hpp"
+#include "core/model/layer_graph.hpp"
 #include "cuda/owners.hpp"
 
 namespace tpgraph::cuda {

@@ -6,9 +6,9 @@
 #include <array>
 #include <set>
 
-#include "core/error.hpp"
-#include "cuda/error.hpp"
+#include "core/base/error.hpp"
 #include "cuda/owners.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cuda {
 

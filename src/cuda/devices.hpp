@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/run_data.hpp"
-#include "core/scenario.hpp"
+#include "core/model/scenario.hpp"
+#include "core/records/run_data.hpp"
 
 namespace tpgraph::cuda {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/parallel.hpp"
+#include "core/base/parallel.hpp"
 
 namespace tpgraph::cuda {
 namespace {

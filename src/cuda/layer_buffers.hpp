@@ -1,6 +1,6 @@
 // One rank's layer on one GPU: its weights (gate, up, down as ExpertBanks), the routing, the grouped
 // GEMM plans, the input z, the output out_r and the working buffers, plus the seven kernels of the
-// rank's chain (contract in src/core/reference.hpp):
+// rank's chain (contract in src/core/numerics/reference.hpp):
 //
 //   quantize_z -> gate -> up -> swiglu -> quantize_a -> down -> combine
 //
@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/geometry.hpp"
-#include "core/nvfp4_layout.hpp"
-#include "core/reference.hpp"
-#include "core/router.hpp"
+#include "core/numerics/geometry.hpp"
+#include "core/numerics/nvfp4_layout.hpp"
+#include "core/numerics/reference.hpp"
+#include "core/numerics/router.hpp"
 #include "cuda/owners.hpp"
 #include "kernels/kernels.hpp"
 

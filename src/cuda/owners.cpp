@@ -2,7 +2,7 @@
 
 #include <fmt/core.h>
 
-#include "core/geometry.hpp"
+#include "core/numerics/geometry.hpp"
 
 namespace tpgraph::cuda {
 

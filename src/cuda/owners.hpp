@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/error.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cuda {
 

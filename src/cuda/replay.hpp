@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/records.hpp"
+#include "core/records/records.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/owners.hpp"
 

@@ -10,11 +10,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/stats.hpp"
+#include "core/base/error.hpp"
+#include "core/base/stats.hpp"
 #include "cuda/devices.hpp"
-#include "cuda/error.hpp"
 #include "cuda/layer_buffers.hpp"
+#include "cuda_error/error.hpp"
 #include "kernels/kernels.hpp"
 
 namespace tpgraph::cuda {

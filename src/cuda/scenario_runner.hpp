@@ -17,11 +17,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/layer_graph.hpp"
-#include "core/reference.hpp"
-#include "core/router.hpp"
-#include "core/run_data.hpp"
-#include "core/scenario.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/model/scenario.hpp"
+#include "core/numerics/reference.hpp"
+#include "core/numerics/router.hpp"
+#include "core/records/run_data.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/replay.hpp"
 

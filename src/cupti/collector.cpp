@@ -1,6 +1,6 @@
 #include "cupti/collector.hpp"
 
-#include "core/record_join.hpp"
+#include "core/records/record_join.hpp"
 #include "cupti/copy_label.hpp"
 #include "cupti/error.hpp"
 

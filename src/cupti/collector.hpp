@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/records.hpp"
+#include "core/records/records.hpp"
 
 namespace tpgraph::cupti {
 

@@ -1,4 +1,4 @@
-// CUPTI results through the one error type (cuda/error.hpp), for the calls whose failure stops a
+// CUPTI results through the one error type (cuda_error/error.hpp), for the calls whose failure stops a
 // run (starting the collector). Failures during collection are warnings instead: a profiler must
 // not kill the work it watches.
 #pragma once
@@ -7,7 +7,7 @@
 #include <source_location>
 #include <string>
 
-#include "cuda/error.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::cupti {
 

@@ -1,6 +1,6 @@
 // libtpgraph_inject.so: loaded by the CUDA driver into a program started by `tpgraph trace`
 // (CUDA_INJECTION64_PATH), it subscribes to CUPTI and streams what the program's GPUs did to the
-// process's record file (core/trace_file.hpp). It runs inside someone else's program: it never
+// process's record file (core/records/trace_file.hpp). It runs inside someone else's program: it never
 // exits, never lets an exception out of a callback, and on an error of its own writes a note and
 // goes quiet rather than disturb the work it watches.
 #include <cuda.h>
@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/records.hpp"
-#include "core/trace_file.hpp"
+#include "core/records/records.hpp"
+#include "core/records/trace_file.hpp"
 #include "cupti/copy_label.hpp"
 #include "inject/record_writer.hpp"
 

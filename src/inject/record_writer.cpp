@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/trace_file.hpp"
+#include "core/records/trace_file.hpp"
 
 namespace tpgraph::inject {
 

@@ -1,5 +1,5 @@
 // The chain's kernels around the GEMMs: quantize (with and without the gather), swiglu, combine and
-// the root's join. Each follows src/core/reference.hpp's contract with the same fp32 operations in
+// the root's join. Each follows src/core/numerics/reference.hpp's contract with the same fp32 operations in
 // the same order (__fmul_rn and friends so nvcc cannot fuse what the CPU, built with
 // -ffp-contract=off, does not), so they match the CPU bit for bit, swiglu's expf aside.
 #include <cuda_fp16.h>

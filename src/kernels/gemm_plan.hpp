@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/router.hpp"
+#include "core/numerics/router.hpp"
 
 namespace tpgraph::kernels {
 

@@ -1,14 +1,14 @@
 // Launch functions of tpgraph's GPU kernels. Plain C++: no CUDA syntax, so the core, the capture
 // code and the tests can include it. Every function enqueues on `stream` and returns at once; it
 // throws std::runtime_error if the launch itself fails. Nothing here allocates or synchronizes, so
-// every call can be captured into a CUDA graph. Numerics follow src/core/reference.hpp step by step.
+// every call can be captured into a CUDA graph. Numerics follow src/core/numerics/reference.hpp step by step.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "core/nvfp4_layout.hpp"
-#include "core/router.hpp"
+#include "core/numerics/nvfp4_layout.hpp"
+#include "core/numerics/router.hpp"
 #include "kernels/gemm_plan.hpp"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*

@@ -1,5 +1,5 @@
 // What every launch function does after its <<<>>>: turn a failed launch into the exception
-// kernels.hpp promises, through the one CUDA error helper (cuda/error.hpp, a module below the
+// kernels.hpp promises, through the one CUDA error helper (cuda_error/error.hpp, a module below the
 // kernels that includes only CUDA headers).
 #pragma once
 #include <cuda_runtime.h>
@@ -9,7 +9,7 @@
 #include <source_location>
 #include <utility>
 
-#include "cuda/error.hpp"
+#include "cuda_error/error.hpp"
 
 namespace tpgraph::kernels::detail {
 

@@ -1,6 +1,6 @@
 // NVFP4 -> fp16 in registers, for the A (weight) fragments of mma.sync m16n8k16 and of wgmma
-// with A from registers (the same fragment per warp). Layout v2 (src/core/nvfp4_layout.cpp) hands each lane one
-// 32-bit word per k16 block: bytes (row g, t), (row g+8, t), (row g, t+4), (row g+8, t+4).
+// with A from registers (the same fragment per warp). Layout v2 (src/core/numerics/nvfp4_layout.cpp) hands each lane
+// one 32-bit word per k16 block: bytes (row g, t), (row g+8, t), (row g, t+4), (row g+8, t+4).
 //
 // The GEMM runs the MMA with a fixed permutation of k inside every 16-block (the same for A and
 // B, so the sum is over the same products): physical k 2t, 2t+1, 2t+8, 2t+9 hold logical
@@ -43,7 +43,7 @@ __device__ __forceinline__ std::uint32_t as_u32(__half2 h) {
 // e2m1 * ue4m3 * 2^-14 is a multiple of 2^-24 below 2^-2, so fp16 holds it exactly (as a
 // subnormal when small). The caller multiplies the fp32 sum by 2^14, which is exact.
 // kk is a constant wherever this is called (unrolled loops), so the selector folds.
-// kPacked: `w` is a v2 word (bits moved by nvfp4_v2_pack_word, src/core/nvfp4_layout.cpp): 11
+// kPacked: `w` is a v2 word (bits moved by nvfp4_v2_pack_word, src/core/numerics/nvfp4_layout.cpp): 11
 // integer instructions for the four half2. Otherwise the byte-ordered word of v1: 15.
 template <bool kPacked>
 __device__ __forceinline__ void decode_a_fragment(std::uint32_t w, std::uint32_t scales_g, std::uint32_t scales_g8,

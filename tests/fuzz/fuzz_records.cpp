@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/dot.hpp"
-#include "core/error.hpp"
-#include "core/report.hpp"
-#include "core/run_data.hpp"
-#include "core/svg.hpp"
-#include "core/timeline.hpp"
-#include "core/trace.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/base/error.hpp"
+#include "core/records/run_data.hpp"
+#include "core/report/dot.hpp"
+#include "core/report/report.hpp"
+#include "core/report/svg.hpp"
+#include "core/report/trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -9,14 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include "core/dot.hpp"
-#include "core/error.hpp"
-#include "core/report.hpp"
-#include "core/svg.hpp"
-#include "core/timeline.hpp"
-#include "core/trace.hpp"
-#include "core/trace_file.hpp"
-#include "core/traced_run.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/base/error.hpp"
+#include "core/records/trace_file.hpp"
+#include "core/records/traced_run.hpp"
+#include "core/report/dot.hpp"
+#include "core/report/report.hpp"
+#include "core/report/svg.hpp"
+#include "core/report/trace.hpp"
 
 namespace {
 

@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/layer_graph.hpp"
-#include "core/router.hpp"
-#include "core/scenario.hpp"
+#include "core/base/error.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/model/scenario.hpp"
+#include "core/numerics/router.hpp"
 #include "cuda/capture.hpp"
-#include "cuda/error.hpp"
 #include "cuda/owners.hpp"
 #include "cuda/scenario_runner.hpp"
+#include "cuda_error/error.hpp"
 
 namespace cuda = tpgraph::cuda;
 using tpgraph::CudaNodeType;

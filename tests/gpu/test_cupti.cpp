@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "core/records.hpp"
+#include "core/records/records.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/owners.hpp"
 #include "cupti/collector.hpp"

@@ -1,4 +1,4 @@
-// The kernels against the CPU reference (src/core/reference.hpp), on the GPU.
+// The kernels against the CPU reference (src/core/numerics/reference.hpp), on the GPU.
 //
 // Tolerance: kReferenceTolerance (2e-3 of the compared output's max |ref|), the one compare_to_reference
 // states. The GPU sums exact fp16 products in fp32 in the tensor core's order where the reference
@@ -21,9 +21,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/half.hpp"
-#include "core/reference.hpp"
-#include "core/router.hpp"
+#include "core/numerics/half.hpp"
+#include "core/numerics/reference.hpp"
+#include "core/numerics/router.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/layer_buffers.hpp"
 #include "cuda/owners.hpp"

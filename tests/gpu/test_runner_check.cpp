@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "core/scenario.hpp"
-#include "core/stats.hpp"
+#include "core/base/stats.hpp"
+#include "core/model/scenario.hpp"
 #include "cuda/capture.hpp"
-#include "cuda/error.hpp"
-#include "cuda/error_cublas.hpp"
 #include "cuda/owners.hpp"
 #include "cuda/scenario_runner.hpp"
+#include "cuda_error/error.hpp"
+#include "cuda_error/error_cublas.hpp"
 #include "cupti/error.hpp"
 
 namespace cuda = tpgraph::cuda;

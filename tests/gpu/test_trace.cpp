@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "core/records.hpp"
-#include "core/trace_file.hpp"
+#include "core/records/records.hpp"
+#include "core/records/trace_file.hpp"
 
 extern char** environ;
 

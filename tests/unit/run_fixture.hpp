@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/layer_graph.hpp"
-#include "core/router.hpp"
-#include "core/run_data.hpp"
-#include "core/scenario.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/model/scenario.hpp"
+#include "core/numerics/router.hpp"
+#include "core/records/run_data.hpp"
 
 namespace tpgraph::testing {
 

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
-#include "core/atomic_file.hpp"
-#include "core/error.hpp"
-#include "core/report.hpp"
-#include "core/run_outputs.hpp"
+#include "core/base/atomic_file.hpp"
+#include "core/base/error.hpp"
+#include "core/report/report.hpp"
+#include "core/report/run_outputs.hpp"
 #include "run_fixture.hpp"
 
 using namespace tpgraph;

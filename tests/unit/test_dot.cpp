@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "core/dot.hpp"
-#include "core/layer_graph.hpp"
-#include "core/timeline.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/report/dot.hpp"
 
 using namespace tpgraph;
 

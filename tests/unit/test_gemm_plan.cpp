@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/router.hpp"
+#include "core/numerics/router.hpp"
 #include "kernels/gemm_plan.hpp"
 
 using namespace tpgraph;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/geometry.hpp"
-#include "core/router.hpp"
+#include "core/base/error.hpp"
+#include "core/numerics/geometry.hpp"
+#include "core/numerics/router.hpp"
 
 using namespace tpgraph;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/half.hpp"
+#include "core/numerics/half.hpp"
 
 using namespace tpgraph;
 

@@ -4,7 +4,7 @@
 #include <iterator>
 #include <string>
 
-#include "core/layer_graph.hpp"
+#include "core/model/layer_graph.hpp"
 
 using namespace tpgraph;
 

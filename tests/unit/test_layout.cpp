@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/half.hpp"
-#include "core/nvfp4.hpp"
-#include "core/nvfp4_layout.hpp"
+#include "core/numerics/half.hpp"
+#include "core/numerics/nvfp4.hpp"
+#include "core/numerics/nvfp4_layout.hpp"
 
 using namespace tpgraph;
 

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/half.hpp"
-#include "core/nvfp4.hpp"
-#include "core/reference.hpp"
+#include "core/numerics/half.hpp"
+#include "core/numerics/nvfp4.hpp"
+#include "core/numerics/reference.hpp"
 
 using namespace tpgraph;
 

@@ -3,11 +3,11 @@
 #include <set>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/report.hpp"
-#include "core/run_outputs.hpp"
-#include "core/svg.hpp"
-#include "core/trace.hpp"
+#include "core/base/error.hpp"
+#include "core/report/report.hpp"
+#include "core/report/run_outputs.hpp"
+#include "core/report/svg.hpp"
+#include "core/report/trace.hpp"
 #include "run_fixture.hpp"
 #include "xml_check.hpp"
 

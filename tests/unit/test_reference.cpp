@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/half.hpp"
-#include "core/reference.hpp"
+#include "core/base/error.hpp"
+#include "core/numerics/half.hpp"
+#include "core/numerics/reference.hpp"
 
 using namespace tpgraph;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/router.hpp"
+#include "core/numerics/router.hpp"
 
 using namespace tpgraph;
 

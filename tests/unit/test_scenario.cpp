@@ -8,9 +8,9 @@
 #include <set>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/json_input.hpp"
-#include "core/scenario.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_input.hpp"
+#include "core/model/scenario.hpp"
 
 using namespace tpgraph;
 

@@ -3,8 +3,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/stats.hpp"
-#include "core/timeline.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/base/stats.hpp"
 
 using namespace tpgraph;
 

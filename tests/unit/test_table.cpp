@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/table.hpp"
+#include "core/report/table.hpp"
 
 using namespace tpgraph;
 

@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "catch.hpp"
-#include "core/timeline.hpp"
+#include "core/analysis/timeline.hpp"
 #include "run_fixture.hpp"
 
 using namespace tpgraph;

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/record_join.hpp"
-#include "core/timeline.hpp"
-#include "core/trace.hpp"
-#include "core/trace_file.hpp"
-#include "core/traced_run.hpp"
+#include "core/analysis/timeline.hpp"
+#include "core/base/error.hpp"
+#include "core/records/record_join.hpp"
+#include "core/records/trace_file.hpp"
+#include "core/records/traced_run.hpp"
+#include "core/report/trace.hpp"
 
 using namespace tpgraph;
 using namespace tpgraph::tracefile;

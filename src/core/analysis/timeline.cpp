@@ -1,0 +1,929 @@
+#include "core/analysis/timeline.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "core/base/error.hpp"
+#include "core/base/stats.hpp"
+
+namespace tpgraph {
+
+namespace {
+
+double ns_to_us(std::uint64_t later, std::uint64_t earlier) {
+  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+  const auto diff = later >= earlier ? static_cast<double>(later - earlier) : -static_cast<double>(earlier - later);
+  return diff / 1000.0;
+}
+
+// CUPTI reports kernels and copies; allocation, free and event-record nodes leave no record.
+bool leaves_record(NodeKind k) {
+  const CudaNodeType t = cuda_node_type(k);
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
+}
+
+// Kahn's order over the edges; predecessors come first whatever order the nodes were issued in.
+std::vector<int> topological_order(const LayerGraph& g, const std::vector<std::vector<int>>& succ) {
+  const std::size_t n = g.nodes.size();
+  std::vector<int> indegree(n, 0);
+  for (const auto& e : g.edges) ++indegree[static_cast<std::size_t>(e.to)];
+  std::vector<int> order;
+  order.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) order.push_back(static_cast<int>(i));
+  for (std::size_t head = 0; head < order.size(); ++head) {
+    for (const int next : succ[static_cast<std::size_t>(order[head])])
+      if (--indegree[static_cast<std::size_t>(next)] == 0) order.push_back(next);
+  }
+  if (order.size() != n)
+    throw InputError(fmt::format("the layer graph has a cycle ({} of {} nodes ordered)", order.size(), n));
+  return order;
+}
+
+int most_common(const std::vector<int>& values) {
+  std::map<int, int> counts;
+  for (const int v : values) ++counts[v];
+  int best = -1;
+  int best_count = 0;
+  for (const auto& [v, c] : counts) {
+    if (c > best_count) {
+      best = v;
+      best_count = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string_view to_string(Verdict v) {
+  switch (v) {
+    case Verdict::overlapped: return "OVERLAPPED";
+    case Verdict::partial: return "PARTIAL";
+    case Verdict::serialized: return "SERIALIZED";
+    case Verdict::single_rank: return "ONE RANK";
+    case Verdict::no_data: return "NO DATA";
+  }
+  return "?";
+}
+
+Verdict verdict_of(std::optional<double> overlap, int ranks) {
+  if (ranks < 2) return Verdict::single_rank;
+  if (!overlap) return Verdict::no_data;
+  if (*overlap >= kOverlappedAtLeast) return Verdict::overlapped;
+  if (*overlap <= kSerializedAtMost) return Verdict::serialized;
+  return Verdict::partial;
+}
+
+std::string_view to_string(OverlapBasis b) {
+  switch (b) {
+    case OverlapBasis::window: return "window";
+    case OverlapBasis::busy: return "busy";
+    case OverlapBasis::mixed: return "busy or window per rank";
+  }
+  return "?";
+}
+
+std::string_view to_string(PathLinkKind k) {
+  switch (k) {
+    case PathLinkKind::run: return "run";
+    case PathLinkKind::idle: return "idle";
+    case PathLinkKind::contention: return "contention";
+    case PathLinkKind::unexplained: return "unexplained";
+  }
+  return "?";
+}
+
+std::string verdict_thresholds_text() {
+  return fmt::format(
+      "verdict: OVERLAPPED if overlap >= {:.2f}, SERIALIZED if overlap <= {:.2f}, PARTIAL between; the "
+      "overlap that decides is the busy overlap (time both ranks' kernels and copies ran at once / the less busy "
+      "rank's busy time) for a rank on the root's GPU, else the window overlap (time two ranks' windows share / "
+      "the shorter window); rank vs root, smallest if more than two ranks; event-span cross-check flagged beyond "
+      "{:.0f}%",
+      kOverlappedAtLeast, kSerializedAtMost, kEventSpanTolerance * 100);
+}
+
+double overlap_fraction(std::uint64_t a_start, std::uint64_t a_end, std::uint64_t b_start, std::uint64_t b_end) {
+  const std::uint64_t shorter = std::min(a_end - a_start, b_end - b_start);
+  if (shorter == 0) return 0;
+  const std::uint64_t lo = std::max(a_start, b_start);
+  const std::uint64_t hi = std::min(a_end, b_end);
+  if (hi <= lo) return 0;
+  return static_cast<double>(hi - lo) / static_cast<double>(shorter);
+}
+
+namespace {
+
+// Sorted, merged union of intervals; empty and inverted intervals dropped.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> merged(std::vector<std::pair<std::uint64_t, std::uint64_t>> v) {
+  std::erase_if(v, [](const auto& iv) { return iv.second <= iv.first; });
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, iv.second);
+    } else {
+      out.push_back(iv);
+    }
+  }
+  return out;
+}
+
+std::uint64_t covered(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& v) {
+  std::uint64_t t = 0;
+  for (const auto& [lo, hi] : v) t += hi - lo;
+  return t;
+}
+
+}  // namespace
+
+double busy_overlap_fraction(std::vector<std::pair<std::uint64_t, std::uint64_t>> a,
+                             std::vector<std::pair<std::uint64_t, std::uint64_t>> b) {
+  const auto ua = merged(std::move(a));
+  const auto ub = merged(std::move(b));
+  const std::uint64_t smaller = std::min(covered(ua), covered(ub));
+  if (smaller == 0) return 0.0;
+  std::uint64_t both = 0;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < ua.size() && j < ub.size()) {
+    const std::uint64_t lo = std::max(ua[i].first, ub[j].first);
+    const std::uint64_t hi = std::min(ua[i].second, ub[j].second);
+    if (hi > lo) both += hi - lo;
+    if (ua[i].second < ub[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return static_cast<double>(both) / static_cast<double>(smaller);
+}
+
+Stats summarize(std::vector<double> values) {
+  Stats s;
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.count = static_cast<int>(values.size());
+  s.min = values.front();
+  s.max = values.back();
+  s.median = stats::percentile_sorted(values, 0.5);
+  s.p90 = stats::percentile_sorted(values, 0.9);
+  return s;
+}
+
+bool TimelineHealth::clean() const {
+  return collected.clean() && unmatched_seen == 0 && no_timestamp_seen == 0 && replay_out_of_range == 0 &&
+         duplicate == 0 && missing == 0;
+}
+
+std::string TimelineHealth::problems() const {
+  std::string out;
+  const auto add = [&](std::uint64_t count, std::string_view what) {
+    if (count == 0) return;
+    out += out.empty() ? "" : ", ";
+    out += fmt::format("{} {}", count, what);
+  };
+  add(collected.dropped, "records dropped by CUPTI");
+  add(std::max(collected.no_timestamp, no_timestamp_seen), "records without a timestamp");
+  add(std::max(collected.unmatched, unmatched_seen), "records matching no graph node");
+  add(replay_out_of_range, "records outside the replays");
+  add(duplicate, "duplicate records of one node in one replay");
+  add(missing, "kernel/copy nodes with no record in a replay");
+  return out;
+}
+
+bool RunAnalysis::collection_clean() const {
+  return std::all_of(variants.begin(), variants.end(), [](const VariantTimeline& v) { return v.health.clean(); });
+}
+
+namespace {
+
+// One recorded interval on a GPU: a node's record in a replay, or a record that fits no node.
+struct Work {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  int node = -1;    // -1: matches no node
+  int replay = -1;  // -1: outside the replays
+};
+
+// A stretch of time during which a GPU ran recorded work, owned by one interval: the one running
+// then that started first (ties: the order of the intervals, sorted by start, end, replay, node).
+struct Segment {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  int node = -1;    // the owner's node; -1: a record that matches no node
+  int replay = -1;  // the owner's replay; -1: outside the replays
+};
+
+struct DeviceTimeline {
+  std::vector<Segment> segments;  // disjoint, in time order; gaps are idle time
+
+  // One sort and one sweep; adjacent stretches of one interval merge. `work` is consumed: only
+  // the segments stay (a trace of ten million records keeps 24 bytes per stretch, not two copies).
+  void build(std::vector<Work> work) {
+    std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) {
+      return std::tie(a.start, a.end, a.replay, a.node) < std::tie(b.start, b.end, b.replay, b.node);
+    });
+    using End = std::pair<std::uint64_t, std::size_t>;
+    std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+    std::set<std::size_t> active;
+    std::size_t i = 0;
+    std::uint64_t t = 0;
+    std::size_t last_owner = std::numeric_limits<std::size_t>::max();
+    while (i < work.size() || !active.empty()) {
+      if (active.empty()) t = work[i].start;
+      for (; i < work.size() && work[i].start <= t; ++i) {
+        if (work[i].end <= t) continue;
+        active.insert(i);
+        ends.emplace(work[i].end, i);
+      }
+      if (active.empty()) continue;
+      std::uint64_t next = ends.top().first;
+      if (i < work.size()) next = std::min(next, work[i].start);
+      const std::size_t owner = *active.begin();
+      if (!segments.empty() && last_owner == owner && segments.back().end == t) {
+        segments.back().end = next;
+      } else {
+        segments.push_back(Segment{t, next, work[owner].node, work[owner].replay});
+        last_owner = owner;
+      }
+      t = next;
+      while (!ends.empty() && ends.top().first <= t) {
+        active.erase(ends.top().second);
+        ends.pop();
+      }
+    }
+    segments.shrink_to_fit();
+  }
+
+  // Index of the first segment ending after t.
+  [[nodiscard]] std::size_t first_ending_after(std::uint64_t t) const {
+    return static_cast<std::size_t>(
+        std::partition_point(segments.begin(), segments.end(), [&](const Segment& s) { return s.end <= t; }) -
+        segments.begin());
+  }
+};
+
+// Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest. `busy` gets the
+// contention in ns, exactly.
+WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi,
+                     std::uint64_t& busy) {
+  WaitParts parts;
+  busy = 0;
+  if (hi <= lo) return parts;
+  std::vector<std::pair<Occupant, std::uint64_t>> seen;
+  for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
+    const Segment& s = d.segments[k];
+    if (s.node == node && s.replay == replay) continue;
+    const std::uint64_t part = std::min(s.end, hi) - std::max(s.begin, lo);
+    busy += part;
+    const bool other = s.replay != replay || s.node < 0;
+    const auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& o) {
+      return o.first.node == s.node && o.first.other_replay == other;
+    });
+    if (it != seen.end()) it->second += part;
+    else seen.push_back({Occupant{s.node, other, 0}, part});
+  }
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
+    return std::tie(b.second, a.first.node, a.first.other_replay) <
+           std::tie(a.second, b.first.node, b.first.other_replay);
+  });
+  for (std::size_t k = 0; k < std::min(seen.size(), kOccupantsKept); ++k) {
+    Occupant o = seen[k].first;
+    o.us = static_cast<double>(seen[k].second) / 1000.0;
+    parts.occupants.push_back(o);
+  }
+  parts.contention_us = static_cast<double>(busy) / 1000.0;
+  parts.idle_us = static_cast<double>(hi - lo - busy) / 1000.0;
+  return parts;
+}
+
+// The critical path of one replay (the rule is in timeline.hpp).
+std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeTiming>& nodes, int replay,
+                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices) {
+  std::vector<PathLink> links;  // collected backwards
+  if (!rt.present) return links;
+  const auto add = [&](PathLinkKind kind, int node, std::uint64_t lo, std::uint64_t hi, int held, int occupant) {
+    if (hi <= lo) return;
+    const double us = static_cast<double>(hi - lo) / 1000.0;
+    if (!links.empty() && links.back().kind == kind && links.back().node == node && links.back().held == held &&
+        links.back().occupant == occupant) {
+      links.back().us += us;
+    } else {
+      links.push_back(PathLink{kind, node, held, occupant, us});
+    }
+  };
+  int cur = -1;
+  for (std::size_t n = 0; n < nodes.size(); ++n)
+    if (nodes[n].recorded && (cur < 0 || nodes[n].end_ns > nodes[static_cast<std::size_t>(cur)].end_ns))
+      cur = static_cast<int>(n);
+  const std::uint64_t begin = rt.begin_ns;
+  std::uint64_t t = rt.end_ns;
+  int held = -1;
+  std::vector<char> visited(nodes.size(), 0);
+  while (cur >= 0 && t > begin) {
+    const auto ci = static_cast<std::size_t>(cur);
+    if (visited[ci]) break;
+    visited[ci] = 1;
+    const NodeTiming& n = nodes[ci];
+    add(PathLinkKind::run, cur, n.start_ns, t, held, -1);
+    t = std::min(t, n.start_ns);
+    held = -1;
+    const std::uint64_t lo = std::max(n.ready_ns, begin);
+    int next = -1;
+    const auto dit = devices.find(g.nodes[ci].device);
+    while (t > lo && dit != devices.end()) {
+      const DeviceTimeline& d = dit->second;
+      const auto k = static_cast<std::size_t>(
+          std::partition_point(d.segments.begin(), d.segments.end(), [&](const Segment& s) { return s.begin < t; }) -
+          d.segments.begin());
+      if (k == 0 || d.segments[k - 1].end < t) {
+        const std::uint64_t from = k == 0 ? lo : std::max(d.segments[k - 1].end, lo);
+        add(PathLinkKind::idle, cur, from, t, -1, -1);
+        t = from;
+        continue;
+      }
+      const Segment& s = d.segments[k - 1];
+      if (s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
+          nodes[static_cast<std::size_t>(s.node)].recorded) {
+        next = s.node;  // it held the GPU while `cur` waited: the path runs through it
+        held = cur;
+        break;
+      }
+      const std::uint64_t from = std::max(s.begin, lo);
+      add(PathLinkKind::contention, cur, from, t, -1, s.node);
+      t = from;
+    }
+    if (next < 0 && t > lo) {  // no records on this GPU at all
+      add(PathLinkKind::idle, cur, lo, t, -1, -1);
+      t = lo;
+    }
+    cur = next >= 0 ? next : n.ready_from;
+  }
+  if (t > begin) add(PathLinkKind::unexplained, -1, begin, t, -1, -1);
+  std::reverse(links.begin(), links.end());
+  return links;
+}
+
+double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
+
+// One node in one replay as the summaries over replays need it: 48 bytes where a NodeTiming with
+// its occupants takes over 100 (a trace of ten million records keeps one per record).
+struct Sample {
+  std::uint64_t start_ns = 0;  // 0: no record
+  std::uint64_t end_ns = 0;
+  std::uint64_t ready_ns = 0;
+  std::uint64_t contention_ns = 0;
+  double arrival_us = 0;
+  int ready_from = -1;
+  [[nodiscard]] bool recorded() const { return start_ns != 0; }
+  [[nodiscard]] double wait_us() const { return ns_to_us(start_ns, ready_ns); }
+  [[nodiscard]] double duration_us() const { return ns_to_us(end_ns, start_ns); }
+  [[nodiscard]] double contention_us() const { return static_cast<double>(contention_ns) / 1000.0; }
+  // As split_wait computes it: 0 when the node did not wait.
+  [[nodiscard]] double idle_us() const {
+    return start_ns > ready_ns ? static_cast<double>(start_ns - ready_ns - contention_ns) / 1000.0 : 0.0;
+  }
+};
+
+// Computes one replay: its nodes' timings and waits, its windows, overlaps and verdict, and its
+// critical path. Pure in the variant's records: computing a replay twice gives the same result.
+class ReplayAnalyzer {
+ public:
+  ReplayAnalyzer(const VariantRun& v, const VariantTimeline& out, const std::vector<Sample>& samples,
+                 const std::map<int, DeviceTimeline>& devices)
+      : g_(v.graph),
+        out_(out),
+        samples_(samples),
+        devices_(devices),
+        node_count_(v.graph.nodes.size()),
+        pred_(node_count_) {
+    std::vector<std::vector<int>> succ(node_count_);
+    for (const auto& e : g_.edges) {
+      pred_[static_cast<std::size_t>(e.to)].push_back(e.from);
+      succ[static_cast<std::size_t>(e.from)].push_back(e.to);
+    }
+    order_ = topological_order(g_, succ);
+    for (const auto& s : v.event_spans) event_us_[{s.replay, s.rank}] = s.span_ms * 1000.0;
+  }
+
+  // Fills `nodes` (resized to the graph) and `rt` for replay r; the critical path only when asked.
+  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path) const {
+    const auto R = static_cast<std::size_t>(out_.ranks);
+    nodes.assign(node_count_, NodeTiming{});
+    for (std::size_t n = 0; n < node_count_; ++n) {
+      const Sample& s = samples_[r * node_count_ + n];
+      if (!s.recorded()) continue;
+      nodes[n].recorded = true;
+      nodes[n].start_ns = s.start_ns;
+      nodes[n].end_ns = s.end_ns;
+    }
+    rt = ReplayTimeline{};
+    rt.replay = static_cast<int>(r);
+    rt.ranks.resize(R);
+    rt.overlap_vs_root.resize(R);
+    rt.begin_ns = std::numeric_limits<std::uint64_t>::max();
+    for (std::size_t n = 0; n < node_count_; ++n) {
+      if (!nodes[n].recorded) continue;
+      rt.present = true;
+      rt.begin_ns = std::min(rt.begin_ns, nodes[n].start_ns);
+      rt.end_ns = std::max(rt.end_ns, nodes[n].end_ns);
+    }
+    if (!rt.present) rt.begin_ns = 0;
+
+    // Ready time: the latest end among recorded ancestors, walking through the nodes that leave no
+    // record (events, alloc, free) or whose record is missing.
+    done_ns_.assign(node_count_, 0);
+    done_by_.assign(node_count_, -1);
+    contention_ns_.assign(node_count_, 0);
+    for (const int id : order_) {
+      const auto n = static_cast<std::size_t>(id);
+      std::uint64_t ready = 0;
+      int from = -1;
+      for (const int p : pred_[n]) {
+        const auto pi = static_cast<std::size_t>(p);
+        if (done_by_[pi] >= 0 && done_ns_[pi] > ready) {
+          ready = done_ns_[pi];
+          from = done_by_[pi];
+        }
+      }
+      NodeTiming& t = nodes[n];
+      if (t.recorded) {
+        t.ready_ns = from >= 0 ? ready : rt.begin_ns;
+        t.ready_from = from;
+        t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
+        const auto dit = devices_.find(g_.nodes[n].device);
+        if (dit != devices_.end())
+          t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n]);
+        // Arrival: the other rank's predecessor ended after this node's own chain had.
+        const int rank = g_.nodes[n].rank;
+        if (from >= 0 && g_.nodes[static_cast<std::size_t>(from)].rank != rank) {
+          std::uint64_t own = 0;
+          for (const int p : pred_[n]) {
+            const auto pi = static_cast<std::size_t>(p);
+            if (done_by_[pi] >= 0 && g_.nodes[static_cast<std::size_t>(done_by_[pi])].rank == rank &&
+                done_ns_[pi] > own) {
+              own = done_ns_[pi];
+              t.parts.own_from = done_by_[pi];
+            }
+          }
+          if (t.parts.own_from >= 0) t.parts.arrival_us = ns_to_us(ready, own);
+        }
+        done_ns_[n] = t.end_ns;
+        done_by_[n] = id;
+      } else {
+        done_ns_[n] = ready;
+        done_by_[n] = from;
+      }
+    }
+
+    // Per rank windows over the whole replay, and per (rank, layer) for the overlap: with layers
+    // joined between them, whole-replay windows of serialized ranks would still share most of
+    // their time.
+    const auto L = static_cast<std::size_t>(out_.layers);
+    std::vector<std::uint64_t> lo(R * L, std::numeric_limits<std::uint64_t>::max()), hi(R * L, 0);
+    for (std::size_t n = 0; n < node_count_; ++n) {
+      const NodeTiming& t = nodes[n];
+      if (!t.recorded) continue;
+      const auto rank = static_cast<std::size_t>(g_.nodes[n].rank);
+      const auto layer = static_cast<std::size_t>(g_.nodes[n].layer);
+      RankReplay& w = rt.ranks[rank];
+      if (!w.present) {
+        w.present = true;
+        w.first_start_ns = t.start_ns;
+        w.last_end_ns = t.end_ns;
+      }
+      w.first_start_ns = std::min(w.first_start_ns, t.start_ns);
+      w.last_end_ns = std::max(w.last_end_ns, t.end_ns);
+      ++w.ops;
+      lo[rank * L + layer] = std::min(lo[rank * L + layer], t.start_ns);
+      hi[rank * L + layer] = std::max(hi[rank * L + layer], t.end_ns);
+    }
+    for (std::size_t k = 0; k < R; ++k) {
+      RankReplay& w = rt.ranks[k];
+      w.rank = static_cast<int>(k);
+      if (const auto it = event_us_.find({static_cast<int>(r), static_cast<int>(k)}); it != event_us_.end())
+        w.event_span_us = it->second;
+      if (!w.present) continue;
+      w.span_us = ns_to_us(w.last_end_ns, w.first_start_ns);
+      w.offset_us = ns_to_us(w.first_start_ns, rt.begin_ns);
+    }
+    for (std::size_t k = 1; k < R; ++k) {
+      double shared = 0;
+      double shorter = 0;
+      bool any = false;
+      for (std::size_t l = 0; l < L; ++l) {
+        const std::size_t a = l;  // the root, rank 0
+        const std::size_t b = k * L + l;
+        if (hi[a] == 0 || hi[b] == 0) continue;
+        any = true;
+        const double frac = overlap_fraction(lo[a], hi[a], lo[b], hi[b]);
+        const double s = static_cast<double>(std::min(hi[a] - lo[a], hi[b] - lo[b]));
+        shared += frac * s;
+        shorter += s;
+      }
+      if (any) rt.overlap_vs_root[k] = shorter > 0 ? shared / shorter : 0.0;
+      if (rt.overlap_vs_root[k] && (!rt.overlap || *rt.overlap_vs_root[k] < *rt.overlap))
+        rt.overlap = rt.overlap_vs_root[k];
+    }
+    // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
+    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> busy(R);
+    for (std::size_t n = 0; n < node_count_; ++n) {
+      const NodeTiming& t = nodes[n];
+      if (t.recorded) busy[static_cast<std::size_t>(g_.nodes[n].rank)].emplace_back(t.start_ns, t.end_ns);
+    }
+    rt.busy_vs_root.resize(R);
+    for (std::size_t k = 1; k < R; ++k) {
+      if (busy[0].empty() || busy[k].empty()) continue;
+      const double f = busy_overlap_fraction(busy[0], busy[k]);
+      rt.busy_vs_root[k] = f;
+      if (!rt.busy_overlap || f < *rt.busy_overlap) rt.busy_overlap = f;
+    }
+    for (std::size_t k = 1; k < R; ++k) {
+      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
+      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
+    }
+    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
+    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_);
+  }
+
+ private:
+  const LayerGraph& g_;
+  const VariantTimeline& out_;
+  const std::vector<Sample>& samples_;
+  const std::map<int, DeviceTimeline>& devices_;
+  std::size_t node_count_;
+  std::vector<std::vector<int>> pred_;
+  std::vector<int> order_;
+  std::map<std::pair<int, int>, double> event_us_;  // event spans by (replay, rank)
+  mutable std::vector<std::uint64_t> done_ns_;
+  mutable std::vector<int> done_by_;
+  mutable std::vector<std::uint64_t> contention_ns_;
+
+ public:
+  // The last analysed replay's contention of node n, in ns.
+  [[nodiscard]] std::uint64_t contention_ns(std::size_t n) const { return contention_ns_[n]; }
+};
+
+}  // namespace
+
+const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
+  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
+  const int i = wait_index[static_cast<std::size_t>(node)];
+  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
+}
+
+bool VariantTimeline::has_detail(int replay) const {
+  return replay >= 0 && static_cast<std::size_t>(replay) < timings.size() &&
+         !timings[static_cast<std::size_t>(replay)].empty();
+}
+
+VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& options) {
+  const LayerGraph& g = v.graph;
+  const std::size_t node_count = g.nodes.size();
+  VariantTimeline out;
+  out.name = v.scenario.name;
+  out.ranks = std::max(g.ranks, 1);
+  out.layers = 1;
+  for (const auto& n : g.nodes) out.layers = std::max(out.layers, n.layer + 1);
+  out.ranks_share_gpu = v.ranks_share_gpu;
+  out.rank_device.assign(static_cast<std::size_t>(out.ranks), -1);
+  for (const auto& n : g.nodes) {
+    auto& d = out.rank_device[static_cast<std::size_t>(n.rank)];
+    if (d < 0) d = n.device;
+  }
+  for (auto& d : out.rank_device) d = std::max(d, 0);
+
+  int replays = v.scenario.replays;
+  if (replays <= 0) {
+    for (const auto& a : v.records) replays = std::max(replays, a.replay + 1);
+  }
+  out.replay_count = replays;
+  const auto R = static_cast<std::size_t>(out.ranks);
+  const auto N = static_cast<std::size_t>(replays);
+
+  // Every timestamped record on its GPU's timeline: what occupied the GPU while a node waited.
+  std::map<int, DeviceTimeline> devices;
+  {
+    std::map<int, std::vector<Work>> work;
+    for (const auto& a : v.records) {
+      if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
+      const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < node_count;
+      const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
+      work[device].push_back(
+          Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
+    }
+    for (auto& [device, w] : work) {
+      devices[device].build(std::move(w));
+      w = {};
+    }
+  }
+
+  // Place every record in its (replay, node) slot, counting what does not fit.
+  out.health.collected = v.health;
+  out.health.records = v.records.size();
+  std::vector<Sample> samples(N * node_count);
+  for (const auto& a : v.records) {
+    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns) {
+      ++out.health.no_timestamp_seen;
+      continue;
+    }
+    if (a.node < 0 || static_cast<std::size_t>(a.node) >= node_count) {
+      ++out.health.unmatched_seen;
+      continue;
+    }
+    if (a.replay < 0 || a.replay >= replays) {
+      ++out.health.replay_out_of_range;
+      continue;
+    }
+    Sample& s = samples[static_cast<std::size_t>(a.replay) * node_count + static_cast<std::size_t>(a.node)];
+    if (s.recorded()) {
+      ++out.health.duplicate;
+      s.start_ns = std::min(s.start_ns, a.start_ns);
+      s.end_ns = std::max(s.end_ns, a.end_ns);
+    } else {
+      s.start_ns = a.start_ns;
+      s.end_ns = a.end_ns;
+    }
+  }
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t n = 0; n < node_count; ++n)
+      if (leaves_record(g.nodes[n].kind) && !samples[r * node_count + n].recorded()) ++out.health.missing;
+
+  // Every replay once: its windows and verdict kept, its nodes' waits into the samples, its
+  // critical path into each node's time on it. Node timings and paths stay for the first replays.
+  const ReplayAnalyzer analyzer(v, out, samples, devices);
+  const std::size_t detail =
+      options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
+  out.timings.resize(N);
+  out.replays.resize(N);
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per present replay
+  std::size_t present = 0;
+  std::vector<NodeTiming> nodes;
+  for (std::size_t r = 0; r < N; ++r) {
+    ReplayTimeline& rt = out.replays[r];
+    analyzer.analyze(r, nodes, rt, true);
+    ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
+    for (std::size_t n = 0; n < node_count; ++n) {
+      const NodeTiming& t = nodes[n];
+      if (!t.recorded) continue;
+      Sample& s = samples[r * node_count + n];
+      s.ready_ns = t.ready_ns;
+      s.ready_from = t.ready_from;
+      s.contention_ns = analyzer.contention_ns(n);
+      s.arrival_us = t.parts.arrival_us;
+    }
+    if (rt.present) {
+      for (const PathLink& l : rt.critical_path) {
+        if (l.node < 0) continue;
+        auto& [ran, waited] = on_path[l.node];
+        ran.resize(present + 1, 0.0);
+        waited.resize(present + 1, 0.0);
+        (l.kind == PathLinkKind::run ? ran : waited)[present] += l.us;
+      }
+      ++present;
+    }
+    if (r < detail) {
+      out.timings[r] = nodes;
+    } else {
+      rt.critical_path.clear();  // kept only for the replays the outputs name (below)
+      rt.critical_path.shrink_to_fit();
+    }
+  }
+
+  // Summaries over replays.
+  out.rank_summaries.resize(R);
+  out.overlap_vs_root.resize(R);
+  std::vector<double> overlaps;
+  for (std::size_t k = 0; k < R; ++k) {
+    RankSummary& s = out.rank_summaries[k];
+    s.rank = static_cast<int>(k);
+    s.device = out.rank_device[k];
+    std::vector<double> span, offset, event, ratio, diff, vs_root;
+    for (const auto& rt : out.replays) {
+      const RankReplay& w = rt.ranks[k];
+      if (rt.overlap_vs_root[k]) vs_root.push_back(*rt.overlap_vs_root[k]);
+      if (w.event_span_us) event.push_back(*w.event_span_us);
+      if (!w.present) continue;
+      span.push_back(w.span_us);
+      offset.push_back(w.offset_us);
+      if (w.event_span_us && *w.event_span_us > 0) {
+        ratio.push_back(w.span_us / *w.event_span_us);
+        diff.push_back(*w.event_span_us - w.span_us);
+      }
+    }
+    s.span_us = summarize(span);
+    s.offset_us = summarize(offset);
+    s.event_span_us = summarize(event);
+    s.cupti_over_event = summarize(ratio);
+    s.event_minus_cupti_us = summarize(diff);
+    s.event_mismatch = s.cupti_over_event.count > 0 && std::abs(s.cupti_over_event.median - 1.0) > kEventSpanTolerance;
+    out.overlap_vs_root[k] = summarize(vs_root);
+  }
+  for (const auto& rt : out.replays)
+    if (rt.overlap) overlaps.push_back(*rt.overlap);
+  out.overlap = summarize(overlaps);
+  std::vector<double> busy_overlaps;
+  for (const auto& rt : out.replays)
+    if (rt.busy_overlap) busy_overlaps.push_back(*rt.busy_overlap);
+  out.busy_overlap = summarize(busy_overlaps);
+  std::vector<double> deciding;
+  for (const auto& rt : out.replays)
+    if (rt.verdict_overlap) deciding.push_back(*rt.verdict_overlap);
+  out.verdict_overlap = summarize(deciding);
+  const auto median_or_none = [](const Stats& st) {
+    return st.count > 0 ? std::optional<double>(st.median) : std::nullopt;
+  };
+  out.verdict = verdict_of(median_or_none(out.verdict_overlap), out.ranks);
+  out.window_verdict = verdict_of(median_or_none(out.overlap), out.ranks);
+  out.busy_verdict = verdict_of(median_or_none(out.busy_overlap), out.ranks);
+  {
+    std::size_t on_root_gpu = 0;
+    for (std::size_t k = 1; k < R; ++k) on_root_gpu += out.rank_device[k] == out.rank_device[0] ? 1 : 0;
+    out.basis = on_root_gpu == 0       ? OverlapBasis::window
+                : on_root_gpu + 1 == R ? OverlapBasis::busy
+                                       : OverlapBasis::mixed;
+  }
+
+  // Waits per node: each part over replays; the median replay's breakdown is filled in below.
+  out.wait_index.assign(node_count, -1);
+  std::vector<double> median_offset(node_count, 0);
+  for (std::size_t n = 0; n < node_count; ++n) {
+    std::vector<double> waits, durations, contention, idle, arrival, offsets;
+    std::vector<int> from;
+    std::vector<std::pair<double, int>> by_wait;
+    for (std::size_t r = 0; r < N; ++r) {
+      const Sample& s = samples[r * node_count + n];
+      if (!s.recorded()) continue;
+      waits.push_back(s.wait_us());
+      from.push_back(s.ready_from);
+      durations.push_back(s.duration_us());
+      contention.push_back(s.contention_us());
+      idle.push_back(s.idle_us());
+      arrival.push_back(s.arrival_us);
+      offsets.push_back(ns_to_us(s.start_ns, out.replays[r].begin_ns));
+      by_wait.emplace_back(s.wait_us(), static_cast<int>(r));
+    }
+    if (waits.empty()) continue;
+    NodeWaitSummary w;
+    w.node = static_cast<int>(n);
+    w.wait_us = summarize(waits);
+    w.ready_from = most_common(from);
+    w.duration_us = summarize(durations);
+    w.contention_us = summarize(contention);
+    w.idle_us = summarize(idle);
+    w.arrival_us = summarize(arrival);
+    std::sort(by_wait.begin(), by_wait.end());
+    w.typical_replay = by_wait[(by_wait.size() - 1) / 2].second;
+    median_offset[n] = median_of(offsets);
+    out.waits.push_back(std::move(w));
+  }
+  std::stable_sort(out.waits.begin(), out.waits.end(), [](const NodeWaitSummary& a, const NodeWaitSummary& b) {
+    return a.wait_us.median > b.wait_us.median;
+  });
+  for (std::size_t i = 0; i < out.waits.size(); ++i)
+    out.wait_index[static_cast<std::size_t>(out.waits[i].node)] = static_cast<int>(i);
+
+  // Spans, outliers and steadiness.
+  std::vector<double> spans;
+  for (const auto& rt : out.replays)
+    if (rt.present) spans.push_back(rt.span_us);
+  out.span_us = summarize(spans);
+  {
+    out.span_mad_us = stats::mad(spans);
+    out.outlier_threshold_us = std::max(kOutlierMads * out.span_mad_us, kOutlierFraction * out.span_us.median);
+  }
+  const bool compare_verdicts = out.ranks >= 2;
+  for (const auto& rt : out.replays) {
+    if (!rt.present) continue;
+    OutlierReplay o;
+    o.replay = rt.replay;
+    o.span_us = rt.span_us;
+    o.verdict = rt.verdict;
+    o.span_departs = std::abs(rt.span_us - out.span_us.median) > out.outlier_threshold_us;
+    o.verdict_departs = compare_verdicts && rt.verdict != out.verdict;
+    if (!o.span_departs && !o.verdict_departs) continue;
+    for (std::size_t n = 0; n < node_count; ++n) {
+      const Sample& s = samples[static_cast<std::size_t>(rt.replay) * node_count + n];
+      const NodeWaitSummary* w = out.wait_of(static_cast<int>(n));
+      if (!s.recorded() || w == nullptr) continue;
+      const double excess = s.wait_us() - w->wait_us.median;
+      if (o.late_node < 0 || excess > o.excess_wait_us) {
+        o.late_node = static_cast<int>(n);
+        o.excess_wait_us = excess;
+        o.late_by_us = ns_to_us(s.start_ns, rt.begin_ns) - median_offset[n];
+      }
+      const double slower = s.duration_us() - w->duration_us.median;
+      if (o.slow_node < 0 || slower > o.slow_by_us) {
+        o.slow_node = static_cast<int>(n);
+        o.slow_by_us = slower;
+      }
+    }
+    out.outliers.push_back(o);
+  }
+  {
+    std::vector<const ReplayTimeline*> shown;
+    for (const auto& rt : out.replays)
+      if (rt.present) shown.push_back(&rt);
+    Steadiness& st = out.steadiness;
+    st.known = shown.size() >= kSteadinessMinReplays;
+    if (st.known) {
+      st.quarter = static_cast<int>(shown.size() / 4);
+      const auto quarter = [&](std::size_t from, double& span, Verdict& verdict) {
+        std::vector<double> q_span, q_overlap;
+        for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i) {
+          q_span.push_back(shown[i]->span_us);
+          if (shown[i]->verdict_overlap) q_overlap.push_back(*shown[i]->verdict_overlap);
+        }
+        span = median_of(q_span);
+        verdict = verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
+      };
+      quarter(0, st.first_span_us, st.first_verdict);
+      quarter(shown.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
+      st.threshold_us = out.outlier_threshold_us;
+      st.steady =
+          std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
+    }
+  }
+
+  // The critical path over replays: each node's time on it (0 where it is off the path).
+  {
+    CriticalPathSummary& cp = out.critical_path;
+    std::vector<std::pair<double, int>> by_span;
+    for (const auto& rt : out.replays)
+      if (rt.present) by_span.emplace_back(rt.span_us, rt.replay);
+    std::sort(by_span.begin(), by_span.end());
+    if (!by_span.empty()) cp.typical_replay = by_span[(by_span.size() - 1) / 2].second;
+    for (auto& [node, times] : on_path) {
+      auto& [ran, waited] = times;
+      PathNodeSummary p;
+      p.node = node;
+      for (std::size_t i = 0; i < ran.size(); ++i) p.replays_on_path += ran[i] + waited[i] > 0 ? 1 : 0;
+      ran.resize(present, 0.0);
+      waited.resize(present, 0.0);
+      p.run_us = summarize(ran);
+      p.wait_us = summarize(waited);
+      cp.nodes.push_back(p);
+    }
+    std::stable_sort(cp.nodes.begin(), cp.nodes.end(), [](const PathNodeSummary& a, const PathNodeSummary& b) {
+      return a.run_us.median + a.wait_us.median > b.run_us.median + b.wait_us.median;
+    });
+    for (const auto& p : cp.nodes) {
+      if (p.run_us.median > cp.speedup_us) {
+        cp.speedup_us = p.run_us.median;
+        cp.speedup_node = p.node;
+      }
+    }
+  }
+
+  // Full detail (node timings with occupants, and the critical path) for the replays the outputs
+  // name: the median-span one, each outlier, each node's median-wait one and the one asked for.
+  {
+    std::set<int> needed{out.critical_path.typical_replay};
+    for (const auto& o : out.outliers) needed.insert(o.replay);
+    for (const auto& w : out.waits) needed.insert(w.typical_replay);
+    if (options.replay && *options.replay >= 0 && *options.replay < replays) needed.insert(*options.replay);
+    ReplayTimeline scratch;
+    for (const int r : needed) {
+      if (r < 0 || out.has_detail(r)) continue;
+      const auto ri = static_cast<std::size_t>(r);
+      analyzer.analyze(ri, nodes, scratch, true);
+      out.timings[ri] = nodes;
+      out.replays[ri].critical_path = std::move(scratch.critical_path);
+    }
+    for (auto& w : out.waits) {
+      const NodeTiming& typical =
+          out.timings[static_cast<std::size_t>(w.typical_replay)][static_cast<std::size_t>(w.node)];
+      w.typical_wait_us = typical.wait_us;
+      w.typical = typical.parts;
+    }
+  }
+
+  out.host_launch_us = summarize(v.host_launch_us);
+  if (v.replay_us_traced > 0 && v.replay_us_untraced > 0) out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
+  return out;
+}
+
+RunAnalysis analyze_run(const RunData& run, const AnalysisOptions& options) {
+  RunAnalysis a;
+  a.base_ns = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& v : run.variants) {
+    a.variants.push_back(analyze_variant(v, options));
+    // Every timestamped record, also those outside the replays, so the trace can place them all.
+    for (const auto& r : v.records)
+      if (r.start_ns != 0 && r.end_ns >= r.start_ns) a.base_ns = std::min(a.base_ns, r.start_ns);
+  }
+  if (a.base_ns == std::numeric_limits<std::uint64_t>::max()) a.base_ns = 0;
+  return a;
+}
+
+}  // namespace tpgraph

@@ -1,0 +1,82 @@
+// A run as the capture fills it and the analysis reads it: the environment it ran in and, per
+// variant, the scenario, the layer graph, every CUPTI record (tied to a node and a replay), the
+// event-node spans and the host costs. Saved as records.json so `tpgraph analyze` recomputes every
+// output offline, without a GPU and without rebuilding the graph.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/version.hpp"
+#include "core/model/layer_graph.hpp"
+#include "core/model/scenario.hpp"
+#include "core/numerics/reference.hpp"
+#include "core/records/records.hpp"
+
+namespace tpgraph {
+
+// Bumped whenever a field of records.json changes meaning or disappears.
+inline constexpr int kRunSchemaVersion = 1;
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;  // "NVIDIA H200"
+  int sm_count = 0;
+  std::int64_t memory_bytes = 0;
+  std::string pci_bus_id;  // "0000:19:00.0"
+};
+
+struct RunEnvironment {
+  std::string tool_version{build_version()};
+  std::string git_revision{build_git_revision()};
+  int driver_version = 0;           // cudaDriverGetVersion: 13000 for 13.0
+  int runtime_version = 0;          // cudaRuntimeGetVersion
+  int cupti_version = 0;            // cuptiGetVersion: 130001
+  std::vector<DeviceInfo> devices;  // the visible GPUs
+  std::string hostname;
+  std::string started_at;  // ISO 8601 UTC, "2026-12-02T10:15:00Z"
+};
+
+// Host name and the current UTC time filled in, versions and devices left for the caller.
+[[nodiscard]] RunEnvironment host_environment();
+// "2026-12-02T10:15:00Z" for now.
+[[nodiscard]] std::string utc_now_iso8601();
+
+struct VariantRun {
+  Scenario scenario;
+  LayerGraph graph;
+  int visible_devices = 1;
+  bool ranks_share_gpu = false;  // two or more ranks on one GPU: overlap means stream concurrency
+  // Warm-up replays already dropped; replay indices 0..N-1.
+  std::vector<ActivityRecord> records;
+  std::vector<EventSpan> event_spans;
+  std::vector<double> host_launch_us;  // per replay: host time of the launch call (µs), GPU idle
+  HostCosts costs;                     // capture, instantiate, queued launches
+  double replay_us_untraced = 0;       // median wall per replay with CUPTI kernel tracing off; 0: not measured
+  double replay_us_traced = 0;         // ... and on; 0: not measured
+  CollectionHealth health;
+  std::string cuda_graph_dot;              // the driver's verbose DOT dump; empty when not taken (eager issue)
+  std::optional<Comparison> output_check;  // layer output against the CPU reference
+  std::vector<std::string> notes;          // anything the capture wants every output to repeat
+};
+
+struct RunData {
+  int schema_version = kRunSchemaVersion;
+  RunEnvironment env;
+  std::vector<VariantRun> variants;
+};
+
+// records.json text (and back). Parsing validates the schema version and every field; a bad
+// document is an InputError naming `origin` and the problem.
+[[nodiscard]] std::string run_data_to_json(const RunData& run);
+[[nodiscard]] RunData parse_run_data(std::string_view json_text, std::string_view origin);
+
+// Written to a temporary name beside `path` and renamed, so a failed write never leaves a file
+// that looks complete.
+void save_raw_records(const std::filesystem::path& path, const RunData& run);
+[[nodiscard]] RunData load_raw_records(const std::filesystem::path& path);
+
+}  // namespace tpgraph

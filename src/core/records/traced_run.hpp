@@ -1,0 +1,96 @@
+// From the record files of a traced program (`tpgraph trace`, one file per process) to the model the
+// timeline analysis reads: a RunData whose variants are the program's graphs. GPU-free.
+//
+// How processes become ranks: graphs are matched across processes by fingerprint (node types and
+// kernel names in node order, and the edges), and launches by ordinal (the k-th launch of that graph
+// in each process). One variant per fingerprint; its ranks are the processes that launched it, in
+// RANK order (else pid order), and its graph is the disjoint union of each process's copy, node
+// labels prefixed "r<rank>.". Replay k is every process's k-th launch. A process that launches two
+// executables of one graph has their launches ordered by correlation id (launch order).
+//
+// Time base: CUPTI timestamps of processes on one host share CLOCK_REALTIME. Files from several
+// hosts (different boot ids) are refused unless the clocks are declared synced, or aligned on the
+// ends of matched collectives (kernels named nccl*, matched by graph and node position): each
+// host's offset is the median difference of those ends to the first host's, and the residual (median
+// |difference - offset|) is reported.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/records/run_data.hpp"
+#include "core/records/trace_file.hpp"
+
+namespace tpgraph {
+
+enum class ClockPolicy { same_host, assume_synced, align_collectives };
+
+struct TraceMergeOptions {
+  ClockPolicy clocks = ClockPolicy::same_host;
+};
+
+// Per process: what it was and what it recorded, for the report.
+struct TracedProcess {
+  std::string file;
+  std::string host;
+  std::int64_t pid = 0;
+  std::optional<int> rank;
+  std::string cuda_visible_devices;
+  std::vector<std::string> device_uuids;
+  bool complete = false;
+  std::string truncation;
+  std::uint64_t records = 0;
+  std::uint64_t graph_records = 0;
+  std::uint64_t eager_records = 0;
+  double eager_busy_us = 0;  // summed durations of eager kernels/copies
+  std::uint64_t dropped = 0;
+  std::uint64_t unmatched = 0;  // graph records whose node id reached no known node
+  int graphs = 0;
+  std::uint64_t launches = 0;
+  double clock_offset_us = 0;  // added to this process's timestamps (alignment)
+};
+
+// A collective node matched across ranks in one variant.
+struct CollectiveSummary {
+  std::string variant;
+  std::string name;                     // the kernel name
+  int node_index = 0;                   // position in each process's graph
+  std::vector<double> arrival_skew_us;  // [rank] median over replays of (latest start - its start)
+  double transfer_us = 0;               // median over replays of (earliest end - latest start)
+};
+
+struct TracedRun {
+  RunData run;
+  std::vector<TracedProcess> processes;
+  std::vector<CollectiveSummary> collectives;
+  std::vector<std::string> notes;  // whole-trace findings (clock policy, truncated files, ...)
+  std::string clock_text;          // how the processes were put on one time base
+};
+
+// Reads every *.tpgt file in `procs_dir` (sorted by name). InputError when none can be read.
+[[nodiscard]] std::vector<tracefile::ProcessFile> read_process_files(const std::filesystem::path& procs_dir);
+
+// Host memory the analysis of record files holding `file_bytes` in all takes at its peak: the
+// records (64 bytes each, about 56 on disk), one sample per node and replay, the writers' buffers
+// and the process itself (1.88 GB for a 560 MB file of 10 million records, docs/benchmarks.md).
+[[nodiscard]] std::int64_t trace_analysis_memory(std::int64_t file_bytes);
+// Throws InputError, before any file is read, when that exceeds `available` bytes (MemAvailable;
+// unknown when negative), naming the folder, the files' size and what is needed.
+void check_trace_analysis_fits(const std::filesystem::path& procs_dir, int files, std::int64_t file_bytes,
+                               std::int64_t available);
+
+// Merges the files into one model. InputError when files of several hosts are given with
+// ClockPolicy::same_host, or when alignment finds no collective to align on.
+[[nodiscard]] TracedRun merge_traces(std::vector<tracefile::ProcessFile> files, const TraceMergeOptions& options);
+
+// "name<...>(args)" -> "name": the last component of a demangled kernel name, for node labels.
+[[nodiscard]] std::string short_kernel_name(std::string_view demangled);
+
+// A trace folder holds procs/ with record files; a run folder holds records.json.
+[[nodiscard]] bool is_trace_folder(const std::filesystem::path& dir);
+
+// The trace's own report section (markdown): processes, files, clock policy, collectives, eager work.
+[[nodiscard]] std::string render_trace_summary(const TracedRun& traced);
+
+}  // namespace tpgraph

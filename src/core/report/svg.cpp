@@ -1,0 +1,327 @@
+#include "core/report/svg.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <set>
+
+#include "core/report/report.hpp"
+
+namespace tpgraph {
+
+namespace {
+
+// One colour per kind of work; red is kept for the waits.
+std::string_view kind_colour(NodeKind k) {
+  switch (k) {
+    case NodeKind::busy: return "#9e9e9e";
+    case NodeKind::quantize: return "#f2b134";
+    case NodeKind::gemm: return "#3b7dd8";
+    case NodeKind::swiglu: return "#4caf50";
+    case NodeKind::combine: return "#8e5ac8";
+    case NodeKind::reduce: return "#ef8a17";
+    case NodeKind::copy: return "#17a2a2";
+    case NodeKind::alloc: return "#795548";
+    case NodeKind::free_mem: return "#795548";
+    case NodeKind::event: return "#607d8b";
+    case NodeKind::kernel: return "#3b7dd8";
+    case NodeKind::memset: return "#17a2a2";
+    case NodeKind::other: return "#607d8b";
+  }
+  return "#000000";
+}
+
+constexpr std::array kLegendKinds = {NodeKind::busy,   NodeKind::quantize, NodeKind::gemm,
+                                     NodeKind::swiglu, NodeKind::combine,  NodeKind::reduce,
+                                     NodeKind::copy,   NodeKind::kernel,   NodeKind::memset};
+
+// A tick step of 1, 2 or 5 times a power of ten giving about eight ticks over `span`.
+double tick_step(double span) {
+  if (span <= 0) return 1;
+  const double raw = span / 8;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * magnitude) return m * magnitude;
+  return 10 * magnitude;
+}
+
+std::size_t display_chars(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+struct Mark {
+  int replay = 0;
+  int node = 0;
+  double wait_us = 0;
+};
+
+// A node's name to write inside its bar (which is wide enough for it), from x0.
+struct Name {
+  int rank = 0;
+  double x0 = 0, y = 0;
+  std::string text;
+};
+
+// Horizontal extents already taken in one row of labels.
+class LabelRow {
+ public:
+  [[nodiscard]] bool fits(double x0, double x1) const {
+    return std::none_of(taken_.begin(), taken_.end(), [&](const auto& r) { return x0 < r.second && r.first < x1; });
+  }
+  void take(double x0, double x1) { taken_.emplace_back(x0, x1); }
+
+ private:
+  std::vector<std::pair<double, double>> taken_;
+};
+
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // Control characters are not allowed in XML 1.0 text.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                const SvgOptions& options) {
+  const VariantRun& vr = run.variants.at(variant);
+  const VariantTimeline& v = analysis.variants.at(variant);
+  const LayerGraph& g = vr.graph;
+
+  // The replays shown: the first ones with records (and with their detail kept, as the first are).
+  std::vector<int> shown;
+  for (const auto& rt : v.replays) {
+    if (static_cast<int>(shown.size()) >= options.replays_shown) break;
+    if (rt.present && v.has_detail(rt.replay)) shown.push_back(rt.replay);
+  }
+  std::uint64_t t0 = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t t1 = 0;
+  for (const int r : shown) {
+    t0 = std::min(t0, v.replays[static_cast<std::size_t>(r)].begin_ns);
+    t1 = std::max(t1, v.replays[static_cast<std::size_t>(r)].end_ns);
+  }
+  if (shown.empty()) t0 = t1 = 0;
+  const double span_us = std::max(static_cast<double>(t1 - t0) / 1000.0, 1e-3);
+
+  const int width = std::max(options.width_px, 600);
+  const double left = 170;
+  const double right = 30;
+  const double plot_w = width - left - right;
+
+  // Header lines: what this is, what it concluded, and anything that changes how to read it.
+  struct Line {
+    std::string text;
+    std::string_view style;
+  };
+  std::vector<Line> header;
+  std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
+  if (v.ranks >= 2 && v.verdict_overlap.count > 0)
+    title += fmt::format(" (median {} overlap {:.2f})",
+                         v.basis == OverlapBasis::mixed ? "deciding" : to_string(v.basis), v.verdict_overlap.median);
+  header.push_back({title, "font-size=\"16\" font-weight=\"bold\""});
+  if (v.ranks >= 2) header.push_back({"verdict " + verdict_basis_text(v), "fill=\"#222\""});
+  const std::string banner = collection_banner(v);
+  if (!banner.empty()) header.push_back({banner, "fill=\"#d32f2f\" font-weight=\"bold\""});
+  const std::string shared = shared_gpu_note(run.env, v);
+  if (!shared.empty()) header.push_back({"NOTE: " + shared, "fill=\"#8a4b00\""});
+  header.push_back({verdict_thresholds_text(), "fill=\"#444\""});
+  header.push_back({shown.empty() ? std::string("no replay has records")
+                                  : fmt::format("replays {}..{} of {} shown; hatched red: time a node waited after "
+                                                "everything the graph says it depends on had ended, labelled with "
+                                                "what ran on its GPU meanwhile (contention) and the idle rest",
+                                                shown.front(), shown.back(), v.replay_count),
+                    "fill=\"#444\""});
+  // Long lines wrap at word boundaries (about 6.5 px per character at 12 px).
+  const auto max_chars = static_cast<std::size_t>((width - 24) / 6.5);
+  std::vector<Line> wrapped;
+  for (const Line& l : header) {
+    std::string_view rest = l.text;
+    while (display_chars(rest) > max_chars) {
+      std::size_t cut = rest.rfind(' ', max_chars);
+      if (cut == std::string_view::npos || cut == 0) {
+        cut = max_chars;
+        while (cut > 1 && (static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      }
+      wrapped.push_back({std::string(rest.substr(0, cut)), l.style});
+      rest = rest.substr(std::min(cut + 1, rest.size()));
+    }
+    wrapped.push_back({std::string(rest), l.style});
+  }
+  const double header_h = 26 + 16.0 * static_cast<double>(wrapped.size());
+  const double label_row_h = 12;
+  const double lane_h = 46 + label_row_h * kSvgWaitLabelRows;  // ops bar 24, wait bar 8, label rows
+  const int ranks = v.ranks;
+  const double lanes_top = header_h + 18;  // room for the replay labels
+  const double axis_y = lanes_top + ranks * lane_h + 6;
+  const double legend_y = axis_y + 44;
+  const double height = legend_y + 30;
+  const auto x_of = [&](std::uint64_t t) {
+    // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+    const double us = t >= t0 ? static_cast<double>(t - t0) / 1000.0 : -static_cast<double>(t0 - t) / 1000.0;
+    return left + us / span_us * plot_w;
+  };
+
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it,
+                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" "
+                 "font-family=\"sans-serif\" font-size=\"12\">\n",
+                 width, height, width, height);
+  out +=
+      "<defs><pattern id=\"wait-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+      "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffe5e5\"/>"
+      "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d32f2f\" stroke-width=\"3\"/></pattern></defs>\n";
+  fmt::format_to(it, "<rect width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", width, height);
+  for (std::size_t i = 0; i < wrapped.size(); ++i)
+    fmt::format_to(it, "<text x=\"12\" y=\"{:.0f}\" {}>{}</text>\n", 22 + 16.0 * static_cast<double>(i),
+                   wrapped[i].style, xml_escape(wrapped[i].text));
+
+  // Lanes.
+  for (int r = 0; r < ranks; ++r) {
+    const double y = lanes_top + r * lane_h;
+    fmt::format_to(it, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left, y,
+                   plot_w, lane_h - 4, r % 2 == 0 ? "#f5f7fa" : "#eef1f5");
+    fmt::format_to(it, "<text x=\"12\" y=\"{:.1f}\" font-weight=\"bold\">rank {}</text>\n", y + 16, r);
+    fmt::format_to(it, "<text x=\"12\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n", y + 31,
+                   xml_escape(device_label(run.env, v.rank_device[static_cast<std::size_t>(r)])));
+  }
+
+  // Replay boundaries.
+  for (const int r : shown) {
+    const double x = x_of(v.replays[static_cast<std::size_t>(r)].begin_ns);
+    fmt::format_to(
+        it,
+        "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n"
+        "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#555\" font-size=\"11\">replay {}</text>\n",
+        x, lanes_top - 8, x, axis_y, x + 3, lanes_top - 10, r);
+  }
+
+  // Ops.
+  std::vector<Mark> marks;
+  std::vector<Name> names;
+  for (const int r : shown) {
+    const auto& timings = v.timings[static_cast<std::size_t>(r)];
+    for (std::size_t n = 0; n < timings.size(); ++n) {
+      const NodeTiming& t = timings[n];
+      if (!t.recorded) continue;
+      const Node& node = g.nodes[n];
+      const double x = x_of(t.start_ns);
+      const double w = std::max(x_of(t.end_ns) - x, 0.6);
+      const double y = lanes_top + node.rank * lane_h + 4;
+      fmt::format_to(it,
+                     "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"24\" fill=\"{}\" stroke=\"#ffffff\" "
+                     "stroke-width=\"0.3\"><title>{}</title></rect>\n",
+                     x, y, w, kind_colour(node.kind),
+                     xml_escape(fmt::format("{} (replay {}): {:.1f} µs, waited {:.1f} µs", node.label, r,
+                                            static_cast<double>(t.end_ns - t.start_ns) / 1000.0, t.wait_us)));
+      if (w > 4 + kSvgLabelCharPx * static_cast<double>(display_chars(node.label)))
+        names.push_back(Name{node.rank, x + 2, y + 16, node.label});
+      marks.push_back(Mark{r, static_cast<int>(n), t.wait_us});
+    }
+  }
+
+  // Names inside bars: in time order per lane, each clear of the previous ones (bars of concurrent
+  // streams of one rank can overlap).
+  std::stable_sort(names.begin(), names.end(), [](const Name& a, const Name& b) { return a.x0 < b.x0; });
+  std::vector<LabelRow> name_rows(static_cast<std::size_t>(std::max(ranks, 1)));
+  for (const Name& nm : names) {
+    const double x1 = nm.x0 + kSvgLabelCharPx * static_cast<double>(display_chars(nm.text));
+    auto& row = name_rows[static_cast<std::size_t>(nm.rank)];
+    if (!row.fits(nm.x0, x1)) continue;
+    row.take(nm.x0, x1);
+    fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#ffffff\" font-size=\"10\">{}</text>\n", nm.x0, nm.y,
+                   xml_escape(nm.text));
+  }
+
+  // The largest waits, hatched from ready to start, labelled with why; the largest wait takes the
+  // first row where its label fits.
+  std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.wait_us > b.wait_us; });
+  const double min_marked_us = std::max(1.0, 0.01 * span_us / std::max<double>(1, static_cast<double>(shown.size())));
+  std::vector<std::vector<LabelRow>> label_rows(static_cast<std::size_t>(std::max(ranks, 1)),
+                                                std::vector<LabelRow>(kSvgWaitLabelRows));
+  std::size_t marked = 0;
+  for (const Mark& m : marks) {
+    if (marked >= static_cast<std::size_t>(std::max(options.waits_marked, 0)) || m.wait_us < min_marked_us) break;
+    ++marked;
+    const NodeTiming& t = v.timings[static_cast<std::size_t>(m.replay)][static_cast<std::size_t>(m.node)];
+    const Node& node = g.nodes[static_cast<std::size_t>(m.node)];
+    const double x0 = x_of(t.ready_ns);
+    const double x1 = x_of(t.start_ns);
+    const double y = lanes_top + node.rank * lane_h + 31;
+    const std::string label = node.label + " " + wait_parts_text(g, m.wait_us, t.parts, t.ready_from);
+    fmt::format_to(it,
+                   "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"8\" fill=\"url(#wait-hatch)\" "
+                   "stroke=\"#d32f2f\" stroke-width=\"0.8\"><title>{}</title></rect>\n",
+                   x0, y, std::max(x1 - x0, 1.0),
+                   xml_escape(fmt::format("{} (replay {}, after {})", label, m.replay, node_name(g, t.ready_from))));
+    // Anchored at the wait's start, or at its end when that keeps it inside the picture.
+    const double w = kSvgLabelCharPx * static_cast<double>(display_chars(label));
+    double lx0 = x0;
+    if (lx0 + w > width - 4) lx0 = std::max(x1 - w, 4.0);
+    const double lx1 = lx0 + w;
+    auto& rows = label_rows[static_cast<std::size_t>(node.rank)];
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+      if (!rows[row].fits(lx0, lx1)) continue;
+      rows[row].take(lx0, lx1);
+      fmt::format_to(
+          it, "<text class=\"wait-label\" x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\">{}</text>\n", lx0,
+          y + 19 + label_row_h * static_cast<double>(row), xml_escape(label));
+      break;
+    }
+  }
+
+  // Time axis.
+  fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#000\"/>\n", left, axis_y,
+                 left + plot_w, axis_y);
+  const double step = tick_step(span_us);
+  for (double us = 0; us <= span_us + 1e-9; us += step) {
+    const double x = left + us / span_us * plot_w;
+    fmt::format_to(it,
+                   "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#000\"/>"
+                   "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{:g}</text>\n",
+                   x, axis_y, x, axis_y + 5, x, axis_y + 17, us);
+  }
+  fmt::format_to(it, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#444\">{}</text>\n", left + plot_w,
+                 axis_y + 32, xml_escape("µs from the first replay shown"));
+
+  // Legend: the kinds this graph has, and the wait mark.
+  std::set<NodeKind> present;
+  for (const auto& n : g.nodes) present.insert(n.kind);
+  double lx = 12;
+  for (const NodeKind k : kLegendKinds) {
+    if (!present.count(k)) continue;
+    fmt::format_to(it,
+                   "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                   lx, legend_y, kind_colour(k), lx + 18, legend_y + 11, xml_escape(to_string(k)));
+    lx += 34 + 7.5 * static_cast<double>(to_string(k).size());
+  }
+  fmt::format_to(
+      it,
+      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
+      "<text x=\"{:.1f}\" y=\"{:.1f}\">wait (start - ready)</text>\n",
+      lx, legend_y, lx + 32, legend_y + 11);
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace tpgraph

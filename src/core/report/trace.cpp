@@ -1,0 +1,245 @@
+#include "core/report/trace.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/report/report.hpp"
+
+namespace tpgraph {
+
+using nlohmann::json;
+
+namespace {
+
+double rel_us(std::uint64_t t, std::uint64_t base) {
+  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+  const double us = t >= base ? static_cast<double>(t - base) / 1000.0 : -static_cast<double>(base - t) / 1000.0;
+  return std::round(us * 1000.0) / 1000.0;
+}
+
+bool leaves_record(NodeKind k) {
+  const CudaNodeType t = cuda_node_type(k);
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
+}
+
+// For each node, the nodes with records it depends on directly or through nodes that leave none
+// (event, alloc, free): the ends a flow arrow can join. Built once in topological order, each node
+// from its predecessors' sets, so a long chain of record-less nodes costs linear time.
+std::vector<std::set<int>> recorded_predecessors(const LayerGraph& g) {
+  const std::size_t n = g.nodes.size();
+  std::vector<std::vector<int>> pred(n), succ(n);
+  std::vector<int> indegree(n, 0);
+  for (const auto& e : g.edges) {
+    pred[static_cast<std::size_t>(e.to)].push_back(e.from);
+    succ[static_cast<std::size_t>(e.from)].push_back(e.to);
+    ++indegree[static_cast<std::size_t>(e.to)];
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) order.push_back(static_cast<int>(i));
+  for (std::size_t head = 0; head < order.size(); ++head)
+    for (const int next : succ[static_cast<std::size_t>(order[head])])
+      if (--indegree[static_cast<std::size_t>(next)] == 0) order.push_back(next);
+  std::vector<std::set<int>> out(n);
+  for (const int id : order) {  // a cycle (refused by the analysis) leaves its nodes without arrows
+    auto& mine = out[static_cast<std::size_t>(id)];
+    for (const int p : pred[static_cast<std::size_t>(id)]) {
+      const auto pi = static_cast<std::size_t>(p);
+      if (leaves_record(g.nodes[pi].kind)) {
+        mine.insert(p);
+      } else {
+        mine.insert(out[pi].begin(), out[pi].end());
+      }
+    }
+  }
+  return out;
+}
+
+struct Placed {
+  int pid = 0;
+  std::uint32_t tid = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+}  // namespace
+
+std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                const ChromeTraceOptions& options) {
+  const VariantRun& vr = run.variants.at(variant);
+  const VariantTimeline& v = analysis.variants.at(variant);
+  const LayerGraph& g = vr.graph;
+  const std::uint64_t base = analysis.base_ns;
+  const int unmatched_pid = v.ranks + 1;  // records that match no node get a process of their own
+
+  json events = json::array();
+  std::map<int, std::set<std::uint32_t>> streams_of;  // pid -> stream ids
+  std::map<std::pair<int, int>, Placed> placed;       // (replay, node) -> first record's place
+  json slices = json::array();
+  // Replays shown: the first max_replays and every outlier (records outside the replays are shown).
+  std::set<int> outlier_replays;
+  for (const auto& o : v.outliers) outlier_replays.insert(o.replay);
+  const auto shown = [&](int replay) {
+    return options.max_replays <= 0 || replay < options.max_replays || outlier_replays.count(replay) > 0;
+  };
+  int replays_shown = 0;
+  for (int r = 0; r < v.replay_count; ++r) replays_shown += shown(r) ? 1 : 0;
+  for (const auto& a : vr.records) {
+    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns || a.start_ns < base) continue;
+    if (a.replay >= 0 && !shown(a.replay)) continue;
+    const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < g.nodes.size();
+    const bool in_range = a.replay >= 0 && a.replay < v.replay_count;
+    const int pid = matched ? g.nodes[static_cast<std::size_t>(a.node)].rank + 1 : unmatched_pid;
+    streams_of[pid].insert(a.stream_id);
+    json args{
+        {"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes}, {"device", a.device}};
+    std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name.str();
+    std::string category = "unmatched";
+    if (matched) {
+      const Node& n = g.nodes[static_cast<std::size_t>(a.node)];
+      name = n.label;
+      category = std::string(to_string(n.kind));
+      args["node"] = a.node;
+      args["kind"] = category;
+      if (!a.name.empty()) args["kernel"] = a.name.str();
+      if (in_range && v.has_detail(a.replay)) {
+        const NodeTiming& t = v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
+        const auto us3 = [](double x) { return std::round(x * 1000.0) / 1000.0; };
+        args["wait_us"] = us3(t.wait_us);
+        args["waited_on"] = node_name(g, t.ready_from);
+        args["contention_us"] = us3(t.parts.contention_us);
+        args["idle_us"] = us3(t.parts.idle_us);
+        if (t.parts.own_from >= 0) args["arrival_us"] = us3(t.parts.arrival_us);
+        if (!t.parts.occupants.empty()) args["waited_for"] = occupant_name(g, t.parts.occupants.front());
+        args["why"] = wait_parts_text(g, t.wait_us, t.parts, t.ready_from);
+        placed.emplace(std::make_pair(a.replay, a.node), Placed{pid, a.stream_id, a.start_ns, a.end_ns});
+      }
+    }
+    slices.push_back(json{{"name", name},
+                          {"cat", category},
+                          {"ph", "X"},
+                          {"ts", rel_us(a.start_ns, base)},
+                          {"dur", std::round(static_cast<double>(a.end_ns - a.start_ns)) / 1000.0},
+                          {"pid", pid},
+                          {"tid", a.stream_id},
+                          {"args", args}});
+  }
+
+  // Names first, so viewers label the tracks before any slice arrives.
+  const std::string shared = shared_gpu_note(run.env, v);
+  for (const auto& [pid, streams] : streams_of) {
+    std::string pname = "unmatched records (no graph node)";
+    if (pid != unmatched_pid) {
+      const int rank = pid - 1;
+      pname = fmt::format("rank {} ({})", rank, device_label(run.env, v.rank_device[static_cast<std::size_t>(rank)]));
+    }
+    events.push_back(
+        json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
+    events.push_back(
+        json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+    if (!shared.empty() && pid != unmatched_pid)
+      events.push_back(json{{"ph", "M"},
+                            {"name", "process_labels"},
+                            {"pid", pid},
+                            {"tid", 0},
+                            {"args", {{"labels", "shares a GPU with another rank"}}}});
+    for (const std::uint32_t s : streams)
+      events.push_back(json{{"ph", "M"},
+                            {"name", "thread_name"},
+                            {"pid", pid},
+                            {"tid", s},
+                            {"args", {{"name", fmt::format("stream {}", s)}}}});
+  }
+  for (auto& s : slices) events.push_back(std::move(s));
+
+  // Flows: an arrow from the end of a recorded node to the start of a recorded node on another
+  // rank that depends on it.
+  const auto preds = recorded_predecessors(g);
+  std::uint64_t flow_id = 0;
+  // One arrow: its start at `s_ts` on the source's track, its end bound to the target's start.
+  const auto add_flow = [&](const std::string& name, const char* category, const Placed& from, std::uint64_t s_ts,
+                            const Placed& to) {
+    ++flow_id;
+    events.push_back(json{{"ph", "s"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", category},
+                          {"pid", from.pid},
+                          {"tid", from.tid},
+                          {"ts", rel_us(s_ts, base)}});
+    events.push_back(json{{"ph", "f"},
+                          {"bp", "e"},
+                          {"id", flow_id},
+                          {"name", name},
+                          {"cat", category},
+                          {"pid", to.pid},
+                          {"tid", to.tid},
+                          {"ts", rel_us(to.start_ns, base)}});
+  };
+  for (const auto& [key, to] : placed) {
+    const auto [replay, node] = key;
+    const Node& target = g.nodes[static_cast<std::size_t>(node)];
+    for (const int p : preds[static_cast<std::size_t>(node)]) {
+      if (g.nodes[static_cast<std::size_t>(p)].rank == target.rank) continue;
+      const auto from_it = placed.find({replay, p});
+      if (from_it == placed.end()) continue;
+      const Placed& from = from_it->second;
+      // A flow start binds to the slice enclosing its timestamp: one ns before the source ends.
+      const std::uint64_t s_ts = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
+      add_flow(fmt::format("{} -> {}", g.nodes[static_cast<std::size_t>(p)].label, target.label), "cross-rank", from,
+               s_ts, to);
+    }
+  }
+
+  // Contention: an arrow from the node that held the GPU longest while a node waited to that node's
+  // start (from the occupant's end, or from the waiting node's start where the occupant still ran),
+  // for occupants of 1 µs or more.
+  for (const auto& [key, to] : placed) {
+    const auto [replay, node] = key;
+    const NodeTiming& t = v.timings[static_cast<std::size_t>(replay)][static_cast<std::size_t>(node)];
+    // Under a µs of contention is a kernel tail, not a reason to wait: no arrow.
+    if (t.parts.occupants.empty() || t.parts.occupants.front().other_replay || t.parts.occupants.front().us < 1.0)
+      continue;
+    const int occupant = t.parts.occupants.front().node;
+    const auto from_it = placed.find({replay, occupant});
+    if (occupant < 0 || from_it == placed.end()) continue;
+    const Placed& from = from_it->second;
+    const std::uint64_t last_ns = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
+    const std::uint64_t s_ts = std::max(from.start_ns, std::min(last_ns, to.start_ns));
+    const std::string name = fmt::format("{} held the GPU: {} waited {:.1f} µs", node_name(g, occupant),
+                                         node_name(g, node), t.parts.occupants.front().us);
+    add_flow(name, "contention", from, s_ts, to);
+  }
+
+  const std::string banner = collection_banner(v);
+  if (!banner.empty()) {
+    events.push_back(
+        json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0}, {"ts", rel_us(base, base)}});
+  }
+
+  const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
+                   {"variant", v.name},
+                   {"verdict", std::string(to_string(v.verdict))},
+                   {"verdict_basis", std::string(to_string(v.basis))},
+                   {"verdict_text", verdict_basis_text(v)},
+                   {"window_overlap", v.overlap.count ? fmt::format("{:.4f}", v.overlap.median) : "-"},
+                   {"busy_overlap", v.busy_overlap.count ? fmt::format("{:.4f}", v.busy_overlap.median) : "-"},
+                   {"thresholds", verdict_thresholds_text()},
+                   {"ranks_share_gpu", shared.empty() ? "no" : shared},
+                   {"collection_clean", v.health.clean() ? "true" : "false"},
+                   {"collection", v.health.clean() ? "clean" : banner},
+                   {"time_base_ns", fmt::format("{}", base)},
+                   {"replays_shown", fmt::format("{} of {} (the first {} and every outlier)", replays_shown,
+                                                 v.replay_count, options.max_replays)},
+                   {"started_at", run.env.started_at}};
+  const json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", other}};
+  return doc.dump() + "\n";
+}
+
+}  // namespace tpgraph
