@@ -1,7 +1,7 @@
 #include "cupti/collector.hpp"
 
 #include "core/records/record_join.hpp"
-#include "cupti/copy_label.hpp"
+#include "cupti/decode.hpp"
 #include "cupti/error.hpp"
 
 #include <cuda_runtime_api.h>
@@ -100,79 +100,36 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
   *max_records = 0;
 }
 
-// The common fields of the four record kinds we keep.
-template <class Cupti>
-RawRecord common_fields(const Cupti& r, ActivityKind kind) {
-  RawRecord raw;
-  raw.record.kind = kind;
-  raw.record.start_ns = r.start;
-  raw.record.end_ns = r.end;
-  raw.record.device = static_cast<std::int16_t>(r.deviceId);
-  raw.record.stream_id = r.streamId;
-  raw.record.correlation_id = r.correlationId;
-  raw.record.graph_id = r.graphId;
-  raw.record.graph_node_id = r.graphNodeId;
-  raw.context_id = r.contextId;
-  return raw;
-}
-
-// Reads one buffer. The struct versions are those of the CUPTI this is built against (13.0:
-// Kernel10, Memcpy6, MemcpyPtoP4, Memset4); libcupti of the same toolkit writes them.
+// Reads one buffer: the kept records through the shared decoder, the replay and node tags from the
+// external correlation records the collector pushed around each launch.
 Delivery parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   Delivery out;
-  CUpti_Activity* activity = nullptr;
-  for (;;) {
-    const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_bytes, &activity);
-    if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) break;  // the end of the buffer, not an error
-    if (status != CUPTI_SUCCESS) {
-      warn_if_failed(status, "cuptiActivityGetNextRecord (rest of the buffer skipped)");
-      break;
+  const auto on_record = [&](const DecodedActivity& d) {
+    RawRecord raw;
+    raw.record.kind = d.kind;
+    raw.record.start_ns = d.start_ns;
+    raw.record.end_ns = d.end_ns;
+    raw.record.device = static_cast<std::int16_t>(d.device);
+    raw.record.stream_id = d.stream_id;
+    raw.record.correlation_id = d.correlation_id;
+    raw.record.graph_id = d.graph_id;
+    raw.record.graph_node_id = d.graph_node_id;
+    raw.record.bytes = static_cast<std::int64_t>(d.bytes);
+    raw.record.name = d.name();
+    raw.context_id = d.context;
+    out.records.push_back(std::move(raw));
+  };
+  const auto on_other = [&](const CUpti_Activity& activity) {
+    if (activity.kind != CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) return;  // API records: only their tags matter
+    const auto& e = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(activity);
+    if (e.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+      out.replay_tags.emplace_back(e.correlationId, e.externalId);
+    } else if (e.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) {
+      out.node_tags.emplace_back(e.correlationId, e.externalId);
     }
-    switch (activity->kind) {
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      case CUPTI_ACTIVITY_KIND_KERNEL: {
-        const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
-        RawRecord raw = common_fields(k, ActivityKind::kernel);
-        raw.record.name = k.name != nullptr ? k.name : "";
-        out.records.push_back(std::move(raw));
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(activity);
-        RawRecord raw = common_fields(m, ActivityKind::memcpy);
-        raw.record.bytes = static_cast<std::int64_t>(m.bytes);
-        raw.record.name = copy_label(m.copyKind);
-        out.records.push_back(std::move(raw));
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-        const auto& p = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(activity);
-        RawRecord raw = common_fields(p, ActivityKind::memcpy_peer);
-        raw.record.bytes = static_cast<std::int64_t>(p.bytes);
-        raw.record.name = fmt::format("memcpy PtoP {}->{}", p.srcDeviceId, p.dstDeviceId);
-        out.records.push_back(std::move(raw));
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(activity);
-        RawRecord raw = common_fields(m, ActivityKind::memset);
-        raw.record.bytes = static_cast<std::int64_t>(m.bytes);
-        raw.record.name = "memset";
-        out.records.push_back(std::move(raw));
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const auto& e = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(activity);
-        if (e.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
-          out.replay_tags.emplace_back(e.correlationId, e.externalId);
-        } else if (e.externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) {
-          out.node_tags.emplace_back(e.correlationId, e.externalId);
-        }
-        break;
-      }
-      default: break;  // API records: only their external correlation records matter
-    }
-  }
+  };
+  warn_if_failed(decode_buffer(buffer, valid_bytes, on_record, on_other),
+                 "cuptiActivityGetNextRecord (rest of the buffer skipped)");
   return out;
 }
 

@@ -1,0 +1,399 @@
+#include "inject/tracer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "core/records/records.hpp"
+#include "cupti/decode.hpp"
+#include "inject/process_info.hpp"
+
+namespace tpgraph::inject {
+
+Tracer* g_tracer = nullptr;
+
+namespace {
+thread_local ThreadLaunch t_launch;
+thread_local std::vector<GraphCloneSeen> t_clones;
+}  // namespace
+
+thread_local bool t_signal_flush = false;
+
+std::uint32_t Tracer::intern_locked(const std::string& raw, std::string& chunks) {
+  if (raw.empty()) return 0;
+  // Demangling costs microseconds: once per distinct raw name, not once per record.
+  if (const auto known = id_of_raw_.find(raw); known != id_of_raw_.end()) return known->second;
+  const std::string name = raw.starts_with("_Z") ? demangle(raw.c_str()) : raw;
+  const auto [it, added] = names_.try_emplace(name, static_cast<std::uint32_t>(names_.size() + 1));
+  if (added) chunks += tracefile::name_chunk(it->second, name);
+  id_of_raw_.emplace(raw, it->second);
+  return it->second;
+}
+
+void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
+  std::vector<WireRecord> records;
+  std::vector<std::string> record_names;  // parallel to records: raw (mangled) names, interned under the lock
+  records.reserve(valid_bytes / 128);
+  record_names.reserve(valid_bytes / 128);
+  const auto on_record = [&](const cupti::DecodedActivity& d) {
+    WireRecord w;
+    w.kind = static_cast<std::uint8_t>(d.kind);
+    w.device = d.device;
+    w.start_ns = d.start_ns;
+    w.end_ns = d.end_ns;
+    w.stream_id = d.stream_id;
+    w.correlation_id = d.correlation_id;
+    w.graph_id = d.graph_id;
+    w.graph_node_id = d.graph_node_id;
+    w.bytes = d.bytes;
+    records.push_back(w);
+    record_names.push_back(d.name());
+  };
+  if (const CUptiResult status = cupti::decode_buffer(buffer, valid_bytes, on_record, [](const CUpti_Activity&) {});
+      status != CUPTI_SUCCESS)
+    note("cuptiActivityGetNextRecord failed (" + result_text(status) + "): the rest of a buffer was lost");
+
+  std::unordered_set<std::uint32_t> graph_correlations;
+  std::uint64_t graph_records = 0;
+  for (const WireRecord& r : records)
+    if (r.graph_node_id != 0) {
+      graph_correlations.insert(r.correlation_id);
+      ++graph_records;
+    }
+
+  // In a fatal signal's flush this thread may already hold the lock (it crashed inside the
+  // library): the buffer is then dropped rather than deadlock a dying process.
+  std::unique_lock state(state_mutex_, std::defer_lock);
+  if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return;
+  if (finished_.load()) return;
+  std::string names;
+  for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
+  if (!writer.ours()) return;
+  {
+    auto file = writer.lock();
+    if (!names.empty()) (void)writer.write_locked(names);
+    if (!records.empty() && writer.write_locked(tracefile::records_chunk(records))) {
+      records_written_ += records.size();
+      graph_records_ += graph_records;
+    }
+  }
+  write_launches_locked(graph_correlations, false);
+}
+
+void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush) {
+  // The choice matters only for a runtime launch whose driver call had an id of its own.
+  const auto ambiguous = [](const PendingLaunch& p) {
+    return p.runtime_correlation != 0 && p.driver_correlation != 0 && p.runtime_correlation != p.driver_correlation;
+  };
+  if (carried_ == CarriedId::unknown) {
+    for (const PendingLaunch& p : undecided_) {
+      if (!ambiguous(p)) continue;
+      if (graph_correlations.count(p.driver_correlation) != 0) carried_ = CarriedId::driver;
+      if (graph_correlations.count(p.runtime_correlation) != 0) carried_ = CarriedId::runtime;
+      if (carried_ != CarriedId::unknown) {
+        if (verbose_)
+          std::fprintf(stderr, "tpgraph inject: graph records carry the %s call's correlation id\n",
+                       carried_ == CarriedId::driver ? "driver (cuGraphLaunch)" : "runtime (cudaGraphLaunch)");
+        break;
+      }
+    }
+  }
+  if (carried_ == CarriedId::unknown && !final_flush && undecided_.size() < kMaxUndecidedLaunches &&
+      std::any_of(undecided_.begin(), undecided_.end(), ambiguous))
+    return;
+  if (undecided_.empty()) return;
+  std::vector<WireLaunch> out;
+  out.reserve(undecided_.size());
+  for (PendingLaunch& p : undecided_) {
+    WireLaunch w = p.launch;
+    const bool use_driver = p.runtime_correlation == 0 || (carried_ == CarriedId::driver && p.driver_correlation != 0);
+    w.correlation_id = use_driver ? p.driver_correlation : p.runtime_correlation;
+    out.push_back(w);
+  }
+  undecided_.clear();
+  (void)writer.write(tracefile::launches_chunk(out));
+}
+
+void Tracer::on_context_created(CUcontext context) {
+  std::uint32_t ordinal = 0;
+  if (const CUptiResult s = cuptiGetDeviceId(context, &ordinal); s != CUPTI_SUCCESS) {
+    note("a context's device could not be told (" + result_text(s) + "): no device chunk for it");
+    return;
+  }
+  {
+    const std::lock_guard state(state_mutex_);
+    contexts_.push_back(context);
+    if (!devices_written_.insert(ordinal).second) return;
+  }
+  CUdevice device = 0;
+  std::array<char, 256> name{};
+  std::array<char, 32> bus{};
+  CUuuid uuid{};
+  json j;
+  j["ordinal"] = ordinal;
+  if (cuDeviceGet(&device, static_cast<int>(ordinal)) == CUDA_SUCCESS) {
+    if (cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, device) == CUDA_SUCCESS)
+      j["name"] = name.data();
+    if (cuDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()) - 1, device) == CUDA_SUCCESS)
+      j["pci_bus_id"] = bus.data();
+    if (cuDeviceGetUuid(&uuid, device) == CUDA_SUCCESS) {
+      // nvidia-smi's form: GPU-8-4-4-4-12 hex digits.
+      std::string text = "GPU-";
+      static constexpr char kHex[] = "0123456789abcdef";
+      for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+        const auto b = static_cast<unsigned char>(uuid.bytes[i]);
+        text += kHex[b >> 4];
+        text += kHex[b & 0xf];
+      }
+      j["uuid"] = text;
+    }
+  }
+  (void)writer.write(tracefile::chunk(ChunkType::device, j.dump()));
+}
+
+void Tracer::on_context_destroyed(CUcontext context) {
+  const std::lock_guard state(state_mutex_);
+  std::erase(contexts_, context);
+}
+
+void Tracer::on_graph_node_cloned(const CUpti_GraphData& data) {
+  GraphCloneSeen seen;
+  if (cuptiGetGraphNodeId(data.node, &seen.clone) != CUPTI_SUCCESS ||
+      cuptiGetGraphNodeId(data.originalNode, &seen.original) != CUPTI_SUCCESS) {
+    note("cuptiGetGraphNodeId failed in the node-clone callback: records of that node will not resolve");
+    return;
+  }
+  if (t_clones.size() >= kMaxPendingClones) t_clones.clear();
+  t_clones.push_back(seen);
+}
+
+// TPGRAPH_INJECT_TEST_UNREADABLE=all (or a list of exec numbers, "1,3"): those graphs are written
+// as if their topology could not be read, so tests can drive the no-topology path on any program.
+bool made_unreadable(std::uint32_t exec) {
+  const char* v = std::getenv("TPGRAPH_INJECT_TEST_UNREADABLE");
+  if (v == nullptr || v[0] == '\0') return false;
+  const std::string list = std::string(",") + v + ",";
+  return list == ",all," || list.find("," + std::to_string(exec) + ",") != std::string::npos;
+}
+
+void Tracer::write_graph_locked(ExecState& state, const Topology& topology,
+                                std::vector<std::pair<std::uint64_t, int>> clones) {
+  json j;
+  j["exec"] = state.number;
+  j["version"] = state.version;
+  j["graph_id"] = state.graph_id;
+  j["nodes"] = topology.nodes;
+  j["edges"] = topology.edges;
+  json& out_clones = j["clones"] = json::array();
+  for (const auto& [clone, index] : clones) out_clones.push_back({clone, index});
+  std::string error = topology.error;
+  if (error.empty() && made_unreadable(state.number))
+    error = "made unreadable on purpose (TPGRAPH_INJECT_TEST_UNREADABLE)";
+  if (!error.empty()) {
+    j["topology_error"] = error;
+    note("graph exec " + std::to_string(state.number) + " version " + std::to_string(state.version) +
+         ": its topology could not be read (" + error + "); its records are kept without one");
+  }
+  state.clones = std::move(clones);
+  state.index_of_id = topology.index_of_id;
+  state.nodes = topology.nodes;
+  state.edges = topology.edges;
+  (void)writer.write(tracefile::chunk(ChunkType::graph, j.dump()));
+}
+
+void Tracer::on_graph_exec_created(const CUpti_GraphData& data) {
+  // Clones seen on this thread since the last instantiation: those of this executable, plus any
+  // of a cudaGraphClone, which the lookup below leaves out (their originals are not this graph's).
+  std::vector<GraphCloneSeen> clones = std::exchange(t_clones, {});
+  CUgraph graph = data.graph;
+  CUdevice current = 0;
+  const int device = cuCtxGetDevice(&current) == CUDA_SUCCESS ? static_cast<int>(current) : -1;
+  Topology topology;
+  if (graph == nullptr) topology.error = "the executable graph was created without its graph";
+  else topology = read_topology(graph, device, conditionals);
+  std::vector<std::pair<std::uint64_t, int>> resolved;
+  for (const GraphCloneSeen& c : clones)
+    if (const auto it = topology.index_of_id.find(c.original); it != topology.index_of_id.end())
+      resolved.emplace_back(c.clone, it->second);
+  std::uint32_t graph_id = 0;
+  if (graph != nullptr) (void)cuptiGetGraphId(graph, &graph_id);
+  const std::lock_guard state(state_mutex_);
+  ExecState& e = execs_[data.graphExec];
+  e = ExecState{};
+  e.number = next_exec_++;
+  e.graph_id = graph_id;
+  write_graph_locked(e, topology, std::move(resolved));
+}
+
+// A whole-graph update (cudaGraphExecUpdate) gives the executable a new version: its nodes keep
+// their instantiated ids (the update requires the same topology and pairs the nodes of the new
+// graph with the executable's in the order cuGraphGetNodes lists them), so the clones carry over.
+void Tracer::on_exec_updated(CUgraphExec exec, CUgraph graph) {
+  if (exec == nullptr || graph == nullptr) return;
+  CUdevice current = 0;
+  const int device = cuCtxGetDevice(&current) == CUDA_SUCCESS ? static_cast<int>(current) : -1;
+  const Topology topology = read_topology(graph, device, conditionals);
+  const std::lock_guard state(state_mutex_);
+  const auto it = execs_.find(exec);
+  if (it == execs_.end()) return;
+  ExecState& e = it->second;
+  ++e.version;
+  write_graph_locked(e, topology, e.clones);
+}
+
+// A per-node parameter change makes a new version only when the node runs another kernel: new
+// arguments or launch dimensions (what frameworks change between replays) keep the version, and
+// are counted.
+void Tracer::on_exec_kernel_set(CUgraphExec exec, CUgraphNode node, CUfunction func, CUkernel kern) {
+  const char* mangled = nullptr;
+  if (func != nullptr) (void)cuFuncGetName(&mangled, func);
+  else if (kern != nullptr) (void)cuKernelGetName(&mangled, kern);
+  const std::string name = demangle(mangled);
+  std::uint64_t id = 0;
+  if (node == nullptr || cuptiGetGraphNodeId(node, &id) != CUPTI_SUCCESS) return;
+  const std::lock_guard state(state_mutex_);
+  const auto it = execs_.find(exec);
+  if (it == execs_.end()) return;
+  ExecState& e = it->second;
+  const auto index = e.index_of_id.find(id);
+  if (index == e.index_of_id.end() || name.empty()) return;
+  json& n = e.nodes[static_cast<std::size_t>(index->second)];
+  if (n.value("name", std::string()) == name) {
+    ++e.parameter_updates;
+    return;
+  }
+  n["name"] = name;
+  ++e.version;
+  // The edges are those of the version before (a parameter change cannot change them).
+  Topology topology;
+  topology.nodes = e.nodes;
+  topology.edges = e.edges;
+  topology.index_of_id = e.index_of_id;
+  write_graph_locked(e, topology, e.clones);
+}
+
+void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& data, CUgraphExec exec) {
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  ThreadLaunch& t = t_launch;
+  if (data.callbackSite == CUPTI_API_ENTER) {
+    if (runtime) {
+      t = ThreadLaunch{};
+      t.in_runtime = true;
+      t.pending.runtime_correlation = data.correlationId;
+    } else if (t.in_runtime) {
+      t.pending.driver_correlation = data.correlationId;  // the driver call the runtime makes
+      return;
+    } else {
+      t = ThreadLaunch{};
+      t.in_driver = true;
+      t.pending.driver_correlation = data.correlationId;
+    }
+    t.pending.launch.host_start_ns = now_ns();
+    std::uint32_t device = 0;
+    if (data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS)
+      t.pending.launch.device = device;
+    const std::lock_guard state(state_mutex_);
+    if (const auto it = execs_.find(exec); it != execs_.end()) {
+      t.pending.launch.exec = it->second.number;
+      t.pending.launch.version = it->second.version;
+    }
+    return;
+  }
+  // Exit: only the outermost call of the launch ends it.
+  if (runtime ? !t.in_runtime : (t.in_runtime || !t.in_driver)) return;
+  t.pending.launch.host_end_ns = now_ns();
+  PendingLaunch done = t.pending;
+  t = ThreadLaunch{};
+  const std::lock_guard state(state_mutex_);
+  ++launches_seen_;
+  if (done.runtime_correlation != 0) {
+    ++runtime_launches_;
+    if (done.driver_correlation != 0)
+      ++(done.driver_correlation == done.runtime_correlation ? nested_same_id_ : nested_other_id_);
+  }
+  undecided_.push_back(done);
+}
+
+void Tracer::finish() noexcept {
+  if (finishing_.exchange(true) || !writer.ours()) return;
+  try {
+    std::vector<CUcontext> contexts;
+    {
+      const std::lock_guard state(state_mutex_);
+      contexts = contexts_;
+    }
+    // A forced flush also returns records of work still running (without an end): synchronize first.
+    for (CUcontext c : contexts) {
+      if (cuCtxPushCurrent(c) != CUDA_SUCCESS) continue;
+      (void)cuCtxSynchronize();
+      CUcontext popped = nullptr;
+      (void)cuCtxPopCurrent(&popped);
+    }
+    if (const CUptiResult s = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); s != CUPTI_SUCCESS)
+      note("the final flush of CUPTI's buffers failed (" + result_text(s) + "): the last records may be missing");
+    std::size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+    for (CUcontext c : contexts) {
+      std::size_t more = 0;
+      if (cuptiActivityGetNumDroppedRecords(c, 0, &more) == CUPTI_SUCCESS) dropped += more;
+    }
+    if (subscriber != nullptr) {
+      std::uint32_t enabled = 0;
+      if (cuptiGetCallbackState(&enabled, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) != CUPTI_SUCCESS ||
+          enabled == 0)
+        note("tpgraph's CUPTI callbacks were disabled by someone else during the run: graphs may be missing");
+    }
+    {
+      // Under the state lock, so no buffer being written lands after the footer.
+      const std::lock_guard state(state_mutex_);
+      write_launches_locked({}, true);
+      if (buffers_refused_ > 0)
+        note(std::to_string(buffers_refused_) + " record buffers could not be allocated: their records were dropped");
+      if (launches_seen_ > 0 && graph_records_ == 0)
+        note(std::to_string(launches_seen_) +
+             " graph launches were seen but no graph record came back: another tool may have taken CUPTI's "
+             "activity buffers");
+      else if (!contexts.empty() && records_written_ == 0 && !quiet.load())
+        note("CUDA contexts were created but no activity record came back");
+      for (const auto& [exec, e] : execs_)
+        if (e.parameter_updates > 0)
+          note("graph exec " + std::to_string(e.number) + ": " + std::to_string(e.parameter_updates) +
+               " kernel parameter updates kept its version (the same kernels ran)");
+      if (verbose_)
+        std::fprintf(stderr,
+                     "tpgraph inject: %llu records, %llu graph launches (%llu through the runtime: %llu with a driver "
+                     "call of the same correlation id, %llu of another id)\n",
+                     static_cast<unsigned long long>(records_written_), static_cast<unsigned long long>(launches_seen_),
+                     static_cast<unsigned long long>(runtime_launches_),
+                     static_cast<unsigned long long>(nested_same_id_),
+                     static_cast<unsigned long long>(nested_other_id_));
+      json footer;
+      footer["records"] = records_written_;
+      footer["dropped"] = static_cast<std::uint64_t>(dropped);
+      footer["end_ns"] = now_ns();
+      (void)writer.write(tracefile::chunk(ChunkType::footer, footer.dump()));
+      finished_.store(true);
+    }
+  } catch (...) {
+    // Nothing more can be written: the reader reports the file as cut short.
+  }
+}
+
+void Tracer::flush_at_signal(int signal) noexcept {
+  if (finishing_.load() || finished_.load() || !writer.ours()) return;
+  t_signal_flush = true;
+  try {
+    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::unique_lock state(state_mutex_, std::try_to_lock);
+    if (state.owns_lock()) write_launches_locked({}, true);
+    note("the process received signal " + std::to_string(signal) +
+         ": CUPTI's buffers were handed back then (records of work still running have no end)");
+  } catch (...) {
+  }
+  t_signal_flush = false;
+}
+
+}  // namespace tpgraph::inject

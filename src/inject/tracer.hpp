@@ -1,0 +1,150 @@
+// The injection library's state and the work of its CUPTI callbacks: record buffers decoded and
+// written as chunks, launches held until their records tell which correlation id they carry, each
+// executable graph's topology (and its versions after updates), and the footer at exit. The C
+// callbacks that CUPTI and the process call live in inject.cpp and forward here.
+#pragma once
+#include <cuda.h>
+#include <cupti.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/records/trace_file.hpp"
+#include "inject/record_writer.hpp"
+#include "inject/topology.hpp"
+
+namespace tpgraph::inject {
+
+using nlohmann::json;
+using tracefile::ChunkType;
+using tracefile::WireLaunch;
+using tracefile::WireRecord;
+
+// Launches wait for the first graph records to tell which correlation id they carry (see
+// LaunchLog); past this many they are written with the runtime call's id regardless.
+constexpr std::size_t kMaxUndecidedLaunches = 1u << 16;
+// Clones recorded on a thread with no graph instantiated yet (cudaGraphClone without instantiate).
+constexpr std::size_t kMaxPendingClones = 1u << 20;
+
+// Which correlation id the records of a graph launch carry when the runtime's cudaGraphLaunch calls
+// the driver's cuGraphLaunch (each call has its own id): learnt from the first graph records that
+// match a launch, so launches are written with the id their records carry.
+enum class CarriedId { unknown, runtime, driver };
+
+struct PendingLaunch {
+  std::uint32_t runtime_correlation = 0;  // 0: launched through the driver API directly
+  std::uint32_t driver_correlation = 0;   // 0: no nested driver call seen
+  WireLaunch launch;
+};
+
+// The launch being made on this thread: a runtime call and the driver call it makes inside.
+struct ThreadLaunch {
+  bool in_runtime = false;
+  bool in_driver = false;
+  PendingLaunch pending;
+};
+
+struct GraphCloneSeen {
+  std::uint64_t clone = 0;
+  std::uint64_t original = 0;
+};
+
+class Tracer {
+ public:
+  // Everything the callbacks touch, except what the writer guards itself.
+  RecordWriter writer;
+  std::atomic<bool> quiet{false};
+  CUpti_SubscriberHandle subscriber = nullptr;
+  bool verbose_ = false;  // TPGRAPH_INJECT_VERBOSE: diagnostics on stderr
+
+  void note(const std::string& text) noexcept {
+    try {
+      (void)writer.write(tracefile::chunk(ChunkType::note, text));
+    } catch (...) {
+    }
+  }
+
+  // An error of ours: say so once and stop doing work in callbacks.
+  void fail(const std::string& what) noexcept {
+    if (quiet.exchange(true)) return;
+    note("tpgraph injection stopped recording: " + what);
+  }
+
+  void on_buffer(std::uint8_t* buffer, std::size_t valid_bytes);
+  void on_context_created(CUcontext context);
+  void on_context_destroyed(CUcontext context);
+  void on_graph_exec_created(const CUpti_GraphData& data);
+  void on_exec_updated(CUgraphExec exec, CUgraph graph);
+  void on_exec_kernel_set(CUgraphExec exec, CUgraphNode node, CUfunction func, CUkernel kern);
+  ConditionalNodes conditionals;  // guards itself
+  void on_graph_node_cloned(const CUpti_GraphData& data);
+  void on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& data, CUgraphExec exec);
+  void finish() noexcept;
+  // After the footer nothing more is written (a chunk after it would be ignored by the reader).
+  [[nodiscard]] bool finished() const noexcept { return finished_.load(); }
+  [[nodiscard]] bool finishing() const noexcept { return finishing_.load(); }
+  // A fatal signal: hand CUPTI's buffers back (forced: the process will not finish its work), write
+  // the launches held so far and a note naming the signal. No footer: the file reads as cut short.
+  void flush_at_signal(int signal) noexcept;
+
+ private:
+  std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
+  void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
+
+  std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
+  std::unordered_map<std::string, std::uint32_t> names_;      // written name -> id
+  std::unordered_map<std::string, std::uint32_t> id_of_raw_;  // name as CUPTI gives it -> id
+  // What the library knows of each live executable graph: its number, its version and what its
+  // last graph chunk said, so an update can be written as the next version.
+  struct ExecState {
+    std::uint32_t number = 0;
+    std::uint32_t version = 0;
+    std::uint32_t graph_id = 0;
+    std::vector<std::pair<std::uint64_t, int>> clones;
+    std::unordered_map<std::uint64_t, int> index_of_id;
+    json nodes;
+    json edges;
+    std::uint64_t parameter_updates = 0;  // kernel parameter changes that kept the version
+  };
+  void write_graph_locked(ExecState& state, const Topology& topology,
+                          std::vector<std::pair<std::uint64_t, int>> clones);
+  std::unordered_map<CUgraphExec, ExecState> execs_;
+  std::uint32_t next_exec_ = 1;
+  std::unordered_set<std::uint32_t> devices_written_;
+  std::vector<CUcontext> contexts_;
+  std::vector<PendingLaunch> undecided_;
+  CarriedId carried_ = CarriedId::unknown;
+  std::uint64_t records_written_ = 0;
+  std::uint64_t graph_records_ = 0;
+  std::uint64_t launches_seen_ = 0;
+  // How launches were made, for the verbose summary: through the runtime (and whether its driver
+  // call showed up with an id of its own) or through the driver directly.
+  std::uint64_t runtime_launches_ = 0;
+  std::uint64_t nested_same_id_ = 0;
+  std::uint64_t nested_other_id_ = 0;
+  std::uint64_t buffers_refused_ = 0;
+  std::atomic<bool> finishing_{false};  // finish() has begun (it runs once)
+  std::atomic<bool> finished_{false};   // the footer is written
+
+ public:
+  void buffer_refused() noexcept {
+    const std::lock_guard guard(state_mutex_);
+    ++buffers_refused_;
+  }
+};
+
+// CUPTI's buffer callbacks carry no user pointer: the tracer is process-wide. It is never destroyed
+// (CUPTI may call back during the process's teardown).
+extern Tracer* g_tracer;
+// Set on the thread that flushes at a fatal signal: the buffer callback then only try-locks.
+extern thread_local bool t_signal_flush;
+
+}  // namespace tpgraph::inject
