@@ -3,7 +3,7 @@
 longer than MAX_FILE_LINES, no function longer than MAX_FUNCTION_LINES.
 
 Floors, top to bottom (a file may include its own floor and those below it):
-    cli, inject > cupti > cuda > kernels > cuda_error > core
+    cli, inject, preload > cupti > cuda > kernels > cuda_error > core
 core's rooms, top to bottom: report > analysis > records > model > numerics > base.
 
 Files and functions that were over the limits when the check was introduced are listed in
@@ -19,7 +19,7 @@ SRC = ROOT / "src"
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 100
 
-FLOORS = {"cli": 6, "inject": 6, "cupti": 5, "cuda": 4, "kernels": 3, "cuda_error": 2, "core": 1}
+FLOORS = {"cli": 6, "inject": 6, "preload": 6, "cupti": 5, "cuda": 4, "kernels": 3, "cuda_error": 2, "core": 1}
 ROOMS = {"report": 6, "analysis": 5, "records": 4, "model": 3, "numerics": 2, "base": 1}
 
 # path or path:function -> lines it had; may shrink, never grow. Empty it as the code is split.

@@ -36,6 +36,7 @@ struct TraceOptions {
   std::string out;
   bool assume_synced = false;
   bool align_collectives = false;
+  bool yield_to_profiler = false;
   std::vector<std::string> command;
 };
 
@@ -122,6 +123,13 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   args.push_back(nullptr);
   const std::string lib = library.string();
   const std::string trace_dir = fs::absolute(dir).string();
+  // The preload shim beside the injection library counts the program's own refused CUPTI
+  // subscriptions (src/preload/preload.cpp); without it the trace runs the same, unable to say so.
+  std::string preload;
+  if (std::error_code ec; fs::is_regular_file(library.parent_path() / "libtpgraph_preload.so", ec)) {
+    preload = (library.parent_path() / "libtpgraph_preload.so").string();
+    if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
+  }
 
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
@@ -137,6 +145,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
     }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
     ::setenv("TPGRAPH_TRACE_DIR", trace_dir.c_str(), 1);
+    if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::execv(path.c_str(), args.data());
     const int err = errno;
     std::fprintf(stderr, "tpgraph: %s: %s\n", argv[0].c_str(), std::strerror(err));
@@ -195,6 +204,8 @@ void add_trace_command(CLI::App& app) {
   cmd->add_flag("--assume-synced", opts->assume_synced, "record files of several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "record files of several hosts: align their clocks on matched collective ends");
+  cmd->add_flag("--yield-to-profiler", opts->yield_to_profiler,
+                "let the program's own profiler (torch.profiler, ...) have CUPTI: record nothing, say so");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
   cmd->callback([opts] {
     const TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
@@ -213,6 +224,7 @@ void add_trace_command(CLI::App& app) {
     fs::create_directories(dir / "procs", ec);
     if (ec) throw InputError(fmt::format("--out {}: cannot be created: {}", dir.string(), ec.message()));
 
+    if (opts->yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
     const int code = run_command(opts->command, target.path, library, dir);
     std::size_t written = 0;
     try {

@@ -1,5 +1,7 @@
 #include "inject/tracer.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -358,6 +360,15 @@ void Tracer::finish() noexcept {
              "activity buffers");
       else if (!contexts.empty() && records_written_ == 0 && !quiet.load())
         note("CUDA contexts were created but no activity record came back");
+      // The preload shim `trace` installs counts the subscriptions CUPTI refused in this process:
+      // the program's own profiler, shut out because tpgraph holds the one CUPTI allows.
+      using RefusedCount = unsigned (*)();
+      if (const auto refused =
+              reinterpret_cast<RefusedCount>(dlsym(RTLD_DEFAULT, "tpgraph_preload_refused_subscribes"));
+          refused != nullptr && refused() > 0)
+        note("profiler: the program's own profiler asked CUPTI for a subscription " + std::to_string(refused()) +
+             " time(s) and was refused because tpgraph holds it: its trace has no GPU activity (tpgraph trace "
+             "--yield-to-profiler lets it win and records nothing)");
       for (const auto& [exec, e] : execs_)
         if (e.parameter_updates > 0)
           note("graph exec " + std::to_string(e.number) + ": " + std::to_string(e.parameter_updates) +
