@@ -12,6 +12,14 @@ OUT=${OUT:-out}
 B=${B:-build-ci}
 W=${WORK:-/tmp/tpgraph-graphs}
 INJECT="$PWD/$B/libtpgraph_inject.so"
+# The GPU tests name the examples and the injection library by the paths they were built at: where
+# the binaries were built in another checkout, make those paths lead here.
+built_at=$(strings "$B/tests/tpgraph_gpu_tests" 2>/dev/null | grep -m1 -o '/[^ ]*/libtpgraph_inject.so' || true)
+if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
+  mkdir -p "$(dirname "$(dirname "$built_at")")"
+  ln -sfn "$PWD/$B" "$(dirname "$built_at")"
+  [ -e "$(dirname "$(dirname "$built_at")")/examples" ] || ln -sfn "$PWD/examples" "$(dirname "$(dirname "$built_at")")/examples"
+fi
 mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
 export NCCL_NVLS_ENABLE=0

@@ -25,6 +25,9 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 using tpgraph::ActivityKind;
+using tpgraph::tracefile::ConditionalKind;
+using tpgraph::tracefile::EdgeData;
+using tpgraph::tracefile::GraphNodeInfo;
 using tpgraph::tracefile::ProcessFile;
 using tpgraph::tracefile::TracedGraph;
 
@@ -338,4 +341,112 @@ TEST_CASE("trace: two processes on one GPU share one time base", "[gpu][trace][t
     for (const auto& r : f.records) last_end = std::max(last_end, r.end_ns);
   }
   for (const auto& f : with_work) CHECK(f.end_ns > last_end);
+}
+
+namespace {
+
+// The node of a graph record through the clones of any version of its graph.
+const GraphNodeInfo* node_of(const ProcessFile& f, std::uint64_t instantiated) {
+  for (const auto& g : f.graphs)
+    for (const auto& [clone, node] : g.clones)
+      if (clone == instantiated) return &g.nodes[static_cast<std::size_t>(node)];
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("trace: a graph built node by node keeps its bodies, edge data and versions", "[gpu][trace]") {
+  if (std::string(TPGRAPH_EXAMPLE_SHAPES).empty())
+    TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const TraceDir dir;
+  constexpr int kLaunches = 20;
+  constexpr int kIterations = 3;
+  const int status = wait_exit(spawn_traced(dir, {TPGRAPH_EXAMPLE_SHAPES, "--replays", std::to_string(kLaunches),
+                                                  "--iterations", std::to_string(kIterations), "--kernel-us", "5"}));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  CHECK(f.complete);
+  CHECK(f.notes.empty());
+  // Instantiation, then the update halfway: two versions of exec 1, each read in full.
+  REQUIRE(f.graphs.size() == 2);
+  for (std::uint32_t v = 0; v < 2; ++v) {
+    const TracedGraph& g = f.graphs[v];
+    INFO("version " << v);
+    CHECK(g.exec == 1);
+    CHECK(g.version == v);
+    CHECK(g.topology_error.empty());
+    const int loop = node_index(g, "kernel", "loop_body");
+    const int child_b = node_index(g, "kernel", "child_b");
+    REQUIRE(loop >= 0);
+    REQUIRE(child_b >= 0);
+    const auto& owner = g.nodes[static_cast<std::size_t>(g.nodes[static_cast<std::size_t>(loop)].parent)];
+    CHECK(owner.conditional == ConditionalKind::while_);
+    CHECK(g.nodes[static_cast<std::size_t>(g.nodes[static_cast<std::size_t>(child_b)].parent)].type == "graph");
+    const int if_owner = g.nodes[static_cast<std::size_t>(node_index(g, "kernel", "else_body"))].parent;
+    CHECK(g.nodes[static_cast<std::size_t>(if_owner)].conditional == ConditionalKind::if_);
+    CHECK(g.nodes[static_cast<std::size_t>(if_owner)].bodies == 2);
+    CHECK(std::count_if(g.edge_data.begin(), g.edge_data.end(), [](const EdgeData& d) { return d.type == 1; }) == 1);
+  }
+  // Every graph record resolves; per launch the loop body ran kIterations times, one branch once.
+  std::map<std::uint32_t, std::map<std::string, int>> runs;
+  for (const auto& r : f.records) {
+    if (r.graph_node_id == 0) continue;
+    const GraphNodeInfo* n = node_of(f, r.graph_node_id);
+    REQUIRE(n != nullptr);
+    ++runs[r.correlation_id][n->name.substr(0, n->name.find('('))];
+  }
+  CHECK(runs.size() == static_cast<std::size_t>(kLaunches));
+  for (const auto& [correlation, counts] : runs) {
+    INFO("launch " << correlation);
+    CHECK(counts.at("loop_body") == kIterations);
+    CHECK(counts.count("if_body") + counts.count("else_body") == 1);
+    CHECK(counts.at("child_a") == 1);
+    CHECK(counts.at("pdl_b") == 1);
+  }
+  REQUIRE(f.launches.size() == static_cast<std::size_t>(kLaunches));
+  int updated = 0;
+  for (const auto& l : f.launches) updated += l.version == 1;
+  CHECK(updated == kLaunches / 2);
+}
+
+TEST_CASE("trace: a process killed without warning keeps what completed half a second before", "[gpu][trace]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  for (const int seconds : {1, 5}) {
+    const TraceDir dir;
+    const pid_t pid = spawn_example(dir, {"--replays", "2000000", "--kernel-us", "10", "--bytes", "65536"});
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);  // CUPTI's clock
+    const std::uint64_t killed = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec;
+    ::kill(pid, SIGKILL);
+    wait_exit(pid);
+    const auto files = dir.files();
+    REQUIRE(files.size() == 1);
+    const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+    std::set<std::uint32_t> written;
+    for (const auto& l : f.launches) written.insert(l.correlation_id);
+    std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> span;  // launch -> first start, last end
+    for (const auto& r : f.records) {
+      if (r.graph_node_id == 0) continue;
+      auto [it, added] = span.try_emplace(r.correlation_id, r.start_ns, r.end_ns);
+      it->second = {std::min(it->second.first, r.start_ns), std::max(it->second.second, r.end_ns)};
+    }
+    REQUIRE(span.size() > 10);
+    std::vector<std::uint64_t> starts;
+    for (const auto& [c, s] : span) starts.push_back(s.first);
+    std::sort(starts.begin(), starts.end());
+    std::vector<std::uint64_t> periods;
+    for (std::size_t i = 1; i < starts.size(); ++i) periods.push_back(starts[i] - starts[i - 1]);
+    std::nth_element(periods.begin(), periods.begin() + periods.size() / 2, periods.end());
+    const double period = static_cast<double>(periods[periods.size() / 2]);
+    const std::uint64_t cutoff = killed - 500'000'000ull;
+    const double completed = static_cast<double>(cutoff - starts.front()) / period;
+    std::size_t kept = 0;
+    for (const auto& [c, s] : span) kept += s.second <= cutoff && written.count(c) != 0;
+    INFO("killed after " << seconds << " s: " << kept << " of ~" << completed << " launches kept");
+    CHECK(static_cast<double>(kept) >= 0.9 * completed);
+  }
 }
