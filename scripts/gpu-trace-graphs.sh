@@ -14,7 +14,7 @@ W=${WORK:-/tmp/tpgraph-graphs}
 INJECT="$PWD/$B/libtpgraph_inject.so"
 # The GPU tests name the examples and the injection library by the paths they were built at: where
 # the binaries were built in another checkout, make those paths lead here.
-built_at=$(strings "$B/tests/tpgraph_gpu_tests" 2>/dev/null | grep -m1 -o '/[^ ]*/libtpgraph_inject.so' || true)
+built_at=$(strings "$B/tests/tpgraph_gpu_tests" 2>/dev/null | grep -m1 -o '/[^ ]*/tpgraph-example-graph' || true)
 if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
   mkdir -p "$(dirname "$(dirname "$built_at")")"
   ln -sfn "$PWD/$B" "$(dirname "$built_at")"
