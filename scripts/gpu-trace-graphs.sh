@@ -54,9 +54,10 @@ trace profiler python3 scripts/torch_profiler_kernels.py 50
 trace profiler-yield env TPGRAPH_YIELD_TO_PROFILER=1 python3 scripts/torch_profiler_kernels.py 50
 
 log "SIGKILL 1 s and 5 s into a replay loop (kill time on CUPTI's clock, CLOCK_REALTIME)"
-for setting in default forced noflush old; do
+for setting in default small forced noflush old; do
   case $setting in
     default) envs=() ;;
+    small) envs=(TPGRAPH_INJECT_BUFFER_KB=256) ;;
     forced) envs=(TPGRAPH_INJECT_FLUSH_FORCED=1) ;;
     noflush) envs=(TPGRAPH_INJECT_FLUSH_MS=0) ;;
     old) envs=(TPGRAPH_INJECT_FLUSH_MS=0 TPGRAPH_INJECT_BUFFER_KB=4096) ;;
@@ -95,6 +96,8 @@ for us in 20 1; do
       sed "s/^/traced  $us /" | tee -a "$OUT/summary.log"
     TPGRAPH_INJECT_FLUSH_MS=0 traced "$W/ovhn-$us-$i" "$B/tpgraph-example-graph" --replays 3000 --kernel-us "$us" \
       2>&1 | sed "s/^/noflush $us /" | tee -a "$OUT/summary.log"
+    TPGRAPH_INJECT_BUFFER_KB=256 traced "$W/ovhs-$us-$i" "$B/tpgraph-example-graph" --replays 3000 --kernel-us "$us" \
+      2>&1 | sed "s/^/small   $us /" | tee -a "$OUT/summary.log"
   done
 done
 for i in 1 2; do
