@@ -42,6 +42,7 @@ trace shapes "$B/tpgraph-example-shapes" --replays 200 --iterations 3
 trace shapes-noupdate "$B/tpgraph-example-shapes" --replays 200 --iterations 5 --no-update
 trace unreadable env TPGRAPH_INJECT_TEST_UNREADABLE=all "$B/tpgraph-example-graph" --replays 100
 trace example "$B/tpgraph-example-graph" --replays 500
+trace limit env TPGRAPH_MAX_FILE_BYTES=2000000 "$B/tpgraph-example-graph" --replays 50000 --kernel-us 2
 trace jax python3 examples/jax_loop_cond.py --steps 100
 trace jax-default env XLA_FLAGS= python3 examples/jax_loop_cond.py --steps 100
 trace compile python3 examples/torch_compile_step.py --steps 300

@@ -224,6 +224,10 @@ void start_flush_thread(std::uint32_t period_ms, std::uint32_t flag) {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
       Tracer* tracer = g_tracer;
+      if (tracer != nullptr && tracer->limit_reached.load()) {
+        for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
+        return;
+      }
       if (tracer == nullptr || tracer->quiet.load() || tracer->finishing() || !tracer->writer.ours()) return;
       (void)cuptiActivityFlushAll(flag);
     }
@@ -281,6 +285,7 @@ int initialize() {
   tracer->verbose_ = verbose();
   (void)tracer->writer.write(tracefile::chunk(ChunkType::meta, meta_json().dump()));
   g_tracer = tracer.release();  // lives until the process ends: CUPTI may call back at teardown
+  g_tracer->max_record_bytes = env_number("TPGRAPH_MAX_FILE_BYTES", g_tracer->max_record_bytes, ~std::uint64_t{0});
   g_buffer_bytes = static_cast<std::size_t>(env_number("TPGRAPH_INJECT_BUFFER_KB", kDefaultBufferBytes >> 10, 1u << 20))
                    << 10;
   if (g_buffer_bytes < (std::size_t{64} << 10)) g_buffer_bytes = std::size_t{64} << 10;

@@ -72,6 +72,17 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   std::string names;
   for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
   if (!writer.ours()) return;
+  const std::uint64_t bytes = names.size() + records.size() * sizeof(WireRecord);
+  if (record_bytes_ + bytes > max_record_bytes) {
+    // Bounded always: past the limit nothing more is recorded, the note says where it stopped, and
+    // the flush thread switches CUPTI's activity off so the program runs at its own speed.
+    if (!limit_reached.exchange(true))
+      note("limit: the record file reached " + std::to_string(record_bytes_) + " bytes of records, the limit (" +
+           std::to_string(max_record_bytes) + ", --max-file-size): recording stopped at " + std::to_string(now_ns()) +
+           " ns; later work is not in the file");
+    quiet.store(true);
+    return;
+  }
   {
     auto file = writer.lock();
     if (!names.empty()) (void)writer.write_locked(names);
@@ -80,6 +91,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
       graph_records_ += graph_records;
     }
   }
+  record_bytes_ += bytes;
   write_launches_locked(graph_correlations, false);
 }
 

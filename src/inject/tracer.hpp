@@ -64,6 +64,10 @@ class Tracer {
   std::atomic<bool> quiet{false};
   CUpti_SubscriberHandle subscriber = nullptr;
   bool verbose_ = false;  // TPGRAPH_INJECT_VERBOSE: diagnostics on stderr
+  // Records and names written at most (TPGRAPH_MAX_FILE_BYTES, `trace --max-file-size`); past it
+  // recording stops (limit_reached) and says so.
+  std::uint64_t max_record_bytes = std::uint64_t{4} << 30;
+  std::atomic<bool> limit_reached{false};
 
   void note(const std::string& text) noexcept {
     try {
@@ -123,6 +127,7 @@ class Tracer {
   std::vector<PendingLaunch> undecided_;
   CarriedId carried_ = CarriedId::unknown;
   std::uint64_t records_written_ = 0;
+  std::uint64_t record_bytes_ = 0;  // names and records written (the file's bulk)
   std::uint64_t graph_records_ = 0;
   std::uint64_t launches_seen_ = 0;
   // How launches were made, for the verbose summary: through the runtime (and whether its driver
