@@ -298,7 +298,8 @@ void run_bench(const BenchArgs& args) {
   std::fflush(stdout);
 
   Geometry g;  // the harness's geometry; only the token count varies
-  const RankWeights weights = make_rank_weights(g, 0, WeightsKind::random, parse_integer_flag<std::uint64_t>(args.seed, "--seed"));
+  const RankWeights weights =
+      make_rank_weights(g, 0, WeightsKind::random, parse_integer_flag<std::uint64_t>(args.seed, "--seed"));
   nlohmann::json results = nlohmann::json::array();
   for (const int t : tokens) {
     g.tokens = t;

@@ -6,8 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>

@@ -66,18 +66,20 @@ template std::uint64_t parse_integer_flag<std::uint64_t>(std::string_view, std::
 CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, int& target, int lo, int hi,
                               const std::string& help) {
   const std::string flag = name.substr(name.rfind(',') + 1);
-  return cmd.add_option_function<std::string>(
-      name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
-      fmt::format("{} ({} to {}; default {})", help, lo, hi, target))
+  return cmd
+      .add_option_function<std::string>(
+          name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
+          fmt::format("{} ({} to {}; default {})", help, lo, hi, target))
       ->type_name("N");
 }
 
 CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, std::optional<int>& target, int lo, int hi,
                               const std::string& help) {
   const std::string flag = name.substr(name.rfind(',') + 1);
-  return cmd.add_option_function<std::string>(
-      name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
-      fmt::format("{} ({} to {})", help, lo, hi))
+  return cmd
+      .add_option_function<std::string>(
+          name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
+          fmt::format("{} ({} to {})", help, lo, hi))
       ->type_name("N");
 }
 

@@ -290,7 +290,7 @@ TEST_CASE("every integer flag is read by the one strict parser", "[cli][errors][
 // docs/cli.md's "Exit codes": each code, as the table describes it, from the binary.
 TEST_CASE("exit codes are those docs/cli.md lists", "[cli][errors]") {
   CHECK(status_of("plan >/dev/null") == 0);
-  CHECK(status_of("plan >/dev/full 2>/dev/null") == 1);     // output that did not reach stdout
+  CHECK(status_of("plan >/dev/full 2>/dev/null") == 1);    // output that did not reach stdout
   CHECK(status_of("plan --hidden 100 2>/dev/null") == 2);  // an invalid geometry
   CHECK(status_of("plan --no-such-flag 2>/dev/null") == 2);
   CHECK(status_of("2>/dev/null") == 2);  // no command

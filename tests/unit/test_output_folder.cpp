@@ -59,7 +59,8 @@ TEST_CASE("a staging folder left by a writer that is gone is removed by the next
   fs::remove_all(dir);
 }
 
-TEST_CASE("an in-place analysis removes the outputs the previous one wrote and this one does not", "[analyze][hostile]") {
+TEST_CASE("an in-place analysis removes the outputs the previous one wrote and this one does not",
+          "[analyze][hostile]") {
   const auto dir = fresh_temp_dir("stale");
   const RunData two = run_of({"baseline", "join"});
   (void)write_run_folder(two, analyze_run(two), dir, /*in_place=*/false);
@@ -101,8 +102,10 @@ TEST_CASE("a manifest from elsewhere removes nothing but outputs inside the fold
   std::ofstream(dir / "keep.txt") << "mine";
   fs::create_directories(dir / "g");
   std::ofstream(dir / "g" / "data.bin") << "mine";
-  write_output_manifest(dir, {true, "x", {"../" + outside.filename().string() + "/report.md", "keep.txt",
-                                          "g/data.bin", outside.string() + "/report.md", "records.json"}});
+  write_output_manifest(dir, {true,
+                              "x",
+                              {"../" + outside.filename().string() + "/report.md", "keep.txt", "g/data.bin",
+                               outside.string() + "/report.md", "records.json"}});
   const RunData run = run_of({"baseline"});
   save_raw_records(dir / "records.json", run);
   (void)write_run_folder(run, analyze_run(run), dir, /*in_place=*/true);
@@ -114,7 +117,8 @@ TEST_CASE("a manifest from elsewhere removes nothing but outputs inside the fold
   fs::remove_all(outside);
 }
 
-TEST_CASE("analyze --out stopped midway through its swap is written again by the next analyze", "[analyze][cli][hostile]") {
+TEST_CASE("analyze --out stopped midway through its swap is written again by the next analyze",
+          "[analyze][cli][hostile]") {
   const auto scratch = fresh_temp_dir("half-moved");
   const auto trace = scratch / "trace";
   const auto out = scratch / "out";

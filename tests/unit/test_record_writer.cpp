@@ -18,8 +18,8 @@ using namespace tpgraph::testing;
 namespace {
 
 std::string meta(const std::string& exe) {
-  return tracefile::chunk(tracefile::ChunkType::meta,
-                          R"({"host": "node1", "pid": )" + std::to_string(::getpid()) + R"(, "exe": ")" + exe + R"("})");
+  return tracefile::chunk(tracefile::ChunkType::meta, R"({"host": "node1", "pid": )" + std::to_string(::getpid()) +
+                                                          R"(, "exe": ")" + exe + R"("})");
 }
 
 }  // namespace

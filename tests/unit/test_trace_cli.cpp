@@ -103,8 +103,8 @@ TEST_CASE("two traces started together write folders of their own", "[trace][cli
   fs::create_directories(cwd.path);
   // Same second, same default: each trace gets runs/trace-<UTC>-<pid>, never the other's folder.
   const std::string bin = std::string("'") + TPGRAPH_BINARY + "'";
-  const std::string command = "cd '" + cwd.path.string() + "' && { " + bin + " trace -- sleep 0.3 >a.log 2>&1 & " + bin +
-                              " trace -- sleep 0.3 >b.log 2>&1 & " + bin +
+  const std::string command = "cd '" + cwd.path.string() + "' && { " + bin + " trace -- sleep 0.3 >a.log 2>&1 & " +
+                              bin + " trace -- sleep 0.3 >b.log 2>&1 & " + bin +
                               " trace -- true >c.log 2>&1; wait; } && grep -q 'wrote' a.log && grep -q 'wrote' b.log";
   CHECK(std::system(command.c_str()) == 0);
   int folders = 0;

@@ -25,7 +25,8 @@ constexpr std::array<std::string_view, 2> kTopOutputs{"report.md", "report.json"
 constexpr std::array<std::string_view, 4> kGraphOutputs{"trace.json", "timeline.svg", "graph.dot", "cuda-graph.dot"};
 
 bool all_digits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 bool listed(const std::vector<std::string>& files, const std::string& name) {

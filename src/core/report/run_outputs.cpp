@@ -8,8 +8,8 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <optional>
