@@ -162,9 +162,10 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
   // Under the lock, a staging folder here is one whose writer is gone (killed, out of memory).
   (void)remove_dead_writers_leftovers(dir);
   const OutputManifest previous = read_output_manifest(dir);
-  std::error_code abs_ec;
+  // The input as one spelling of its path (./trace and trace are the same source).
+  std::error_code path_ec;
   const std::string source =
-      std::filesystem::absolute(records_file.empty() ? selection.source : records_file, abs_ec).string();
+      std::filesystem::weakly_canonical(records_file.empty() ? selection.source : records_file, path_ec).string();
 
   const std::filesystem::path staging = dir / fmt::format("{}{}", kStagingPrefix, static_cast<long>(::getpid()));
   const RemoveOnSignal remove_if_interrupted(staging);
