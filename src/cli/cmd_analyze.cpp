@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "core/records/run_data.hpp"
 #include "core/records/traced_run.hpp"
 #include "core/report/report.hpp"
@@ -67,8 +68,8 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "a trace from several hosts: align their clocks on matched collective ends");
-  cmd->add_option("--replay", opts->replay,
-                  "also print this replay (0-based) in full: every node's wait and why, the critical path");
+  add_integer_flag(*cmd, "--replay", opts->replay, 0, kMaxReplays - 1,
+                   "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });
 }
 

@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -29,8 +28,10 @@
 #include "cli/scenario_options.hpp"
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_input.hpp"
 #include "core/base/stats.hpp"
 #include "core/base/version.hpp"
+#include "core/base/whole_number.hpp"
 #include "core/model/scenario.hpp"
 #include "core/records/run_data.hpp"
 #include "cuda/bench_chain.hpp"
@@ -70,16 +71,14 @@ std::vector<int> parse_tokens(const std::string& text) {
   std::string_view rest = text;
   while (true) {
     const auto comma = rest.find(',');
-    const auto item = rest.substr(0, comma);
-    int t = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), t);
-    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || t < 1) {
+    const auto t = whole_number<int>(rest.substr(0, comma));
+    if (!t || *t < 1) {
       throw InputError(
           fmt::format("--tokens: '{}' is not accepted; accepted: comma-separated token counts >= 1, "
                       "e.g. 43,416,576,4096",
-                      text));
+                      escaped_excerpt(text)));
     }
-    out.push_back(t);
+    out.push_back(*t);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
@@ -123,7 +122,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
   auto put = std::back_inserter(table);
   const Routing routing = build_routing(g);
   cuda::RankLayer layer(args.device, g, routing, weights, layout, args.tile);
-  layer.upload_input(make_layer_input(g, parse_seed_flag(args.seed, "--seed")));
+  layer.upload_input(make_layer_input(g, parse_integer_flag<std::uint64_t>(args.seed, "--seed")));
   const std::vector<cuda::ChainStep> chain(cuda::kChainSteps.begin(), cuda::kChainSteps.end());
   const cuda::ChainTimes times = cuda::time_rank_chain(layer, args.warmup, args.replays);
   const std::vector<std::vector<double>>& chain_us = times.chain_us;
@@ -259,8 +258,7 @@ nlohmann::json bench_tokens(const BenchArgs& args, const Geometry& g, const Rank
 void run_bench(const BenchArgs& args) {
   const std::vector<int> tokens = parse_tokens(args.tokens);
   const Layout layout = parse_layout(args.layout, "--layout");
-  if (args.replays < 1) throw InputError(fmt::format("--replays {}: needs >= 1", args.replays));
-  (void)parse_seed_flag(args.seed, "--seed");  // a bad seed is bad input, GPU or not
+  (void)parse_integer_flag<std::uint64_t>(args.seed, "--seed");  // a bad seed is bad input, GPU or not
   cuda::require_device("tpgraph bench times the kernels and needs");
   const auto devices = cuda::query_devices();
   if (args.device < 0 || args.device >= static_cast<int>(devices.size())) {
@@ -300,7 +298,8 @@ void run_bench(const BenchArgs& args) {
   std::fflush(stdout);
 
   Geometry g;  // the harness's geometry; only the token count varies
-  const RankWeights weights = make_rank_weights(g, 0, WeightsKind::random, parse_seed_flag(args.seed, "--seed"));
+  const RankWeights weights =
+      make_rank_weights(g, 0, WeightsKind::random, parse_integer_flag<std::uint64_t>(args.seed, "--seed"));
   nlohmann::json results = nlohmann::json::array();
   for (const int t : tokens) {
     g.tokens = t;
@@ -378,13 +377,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--tokens", args->tokens, "token counts, comma-separated")->capture_default_str();
   cmd->add_option("--layout", args->layout, "NVFP4 weight layout: v1 | v2")->capture_default_str();
   cmd->add_option("--json", args->json, "also write every figure as JSON to this file");
-  cmd->add_option("--replays", args->replays, "timed graph replays per measurement (>= 1)")->capture_default_str();
-  cmd->add_option("--warmup", args->warmup, "untimed replays before them")->capture_default_str();
-  cmd->add_option("--device", args->device, "GPU to run on")->capture_default_str();
-  cmd->add_option("--tile", args->tile,
-                  fmt::format("force one GEMM tile (0..{}, docs/kernel-notes.md) instead of the planner's choice",
-                              kernels::gemm_tile_count() - 1))
-      ->check(CLI::Range(0, kernels::gemm_tile_count() - 1));
+  // The same bounds as a scenario's replays and warmup, read by the same parser.
+  add_integer_flag(*cmd, "--replays", args->replays, 1, kMaxReplays, "timed graph replays per measurement");
+  add_integer_flag(*cmd, "--warmup", args->warmup, 0, kMaxWarmup, "untimed replays before them");
+  add_integer_flag(*cmd, "--device", args->device, 0, kMaxDevice, "GPU to run on");
+  add_integer_flag(*cmd, "--tile", args->tile, 0, kernels::gemm_tile_count() - 1,
+                   "force one GEMM tile (docs/kernel-notes.md) instead of the planner's choice");
   cmd->add_flag("--all-tiles", args->all_tiles, "also time the three GEMMs with every tile");
   cmd->add_flag("--no-limits", args->no_limits, "skip measuring the memory and tensor-core limits (for profilers)");
   cmd->add_option("--seed", args->seed, "seed of weights and inputs (0 .. 2^64-1)")->capture_default_str();

@@ -20,6 +20,7 @@
 #include "core/analysis/timeline.hpp"
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
+#include "core/records/trace_file.hpp"
 #include "core/records/traced_run.hpp"
 #include "core/report/report.hpp"
 #include "core/report/run_outputs.hpp"
@@ -144,7 +145,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
       ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
     }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-    ::setenv("TPGRAPH_TRACE_DIR", trace_dir.c_str(), 1);
+    ::setenv(tracefile::kTraceDirEnv, trace_dir.c_str(), 1);
     if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::execv(path.c_str(), args.data());
     const int err = errno;
@@ -166,6 +167,42 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   return 1;
 }
 
+// runs/trace-<UTC date and time>-<pid>, created here (mkdir fails on a folder that exists): two
+// traces started in the same second get folders of their own. A name taken all the same (a pid
+// reused within the second) gets a counter.
+fs::path new_default_trace_folder() {
+  const fs::path runs = "runs";
+  std::error_code ec;
+  fs::create_directories(runs, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot be created: {}", runs.string(), ec.message()));
+  const std::string base =
+      fmt::format("trace-{}-{}", default_run_folder("").filename().string(), static_cast<long>(::getpid()));
+  for (int n = 1; n <= 1000; ++n) {
+    const fs::path dir = runs / (n == 1 ? base : fmt::format("{}-{}", base, n));
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST) throw InputError(fmt::format("{}: cannot be created: {}", dir.string(), std::strerror(errno)));
+  }
+  throw InputError(fmt::format("{}: no free trace folder name {}-N; pass --out DIR", runs.string(), base));
+}
+
+// Creates `dir` if needed, locks it, and only then checks that it is empty (under the lock, no other
+// trace can fill it meanwhile); procs/ is created last.
+FolderLock lock_trace_folder(const fs::path& dir, bool from_flag) {
+  const std::string what = from_flag ? "--out " + dir.string() : dir.string();
+  std::error_code ec;
+  const auto status = fs::symlink_status(dir, ec);
+  if (fs::exists(status) && !fs::is_directory(status))
+    throw InputError(fmt::format("{}: exists and is not an empty folder (a trace needs a new folder)", what));
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot be created: {}", what, ec.message()));
+  FolderLock lock(dir);
+  if (!fs::is_empty(dir, ec) || ec)
+    throw InputError(fmt::format("{}: exists and is not an empty folder (a trace needs a new folder)", what));
+  fs::create_directories(dir / tracefile::kProcsFolder, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot be created: {}", what, ec.message()));
+  return lock;
+}
+
 }  // namespace
 
 TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
@@ -178,8 +215,8 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 }
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
-                                 std::optional<int> replay, OutputSelection selection) {
-  TracedRun traced = merge_traces(read_process_files(from / "procs"), options);
+                                 std::optional<int> replay, OutputSelection selection, const FolderLock* held_lock) {
+  TracedRun traced = merge_traces(read_process_files(from / tracefile::kProcsFolder), options);
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
   const std::string detail = replay ? render_replay_detail(traced.run, analysis, *replay) : "";
@@ -188,7 +225,8 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   // trace's own section: processes, files, clocks, collectives.
   selection.records = false;
   selection.report_appendix = summary;
-  const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection);
+  selection.source = from;
+  const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection, {}, held_lock);
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();
@@ -200,7 +238,7 @@ void add_trace_command(CLI::App& app) {
       "trace",
       "run any CUDA program (-- CMD ARGS...) with CUPTI injected; report its graphs' timeline, waits and verdict");
   cmd->add_option("--out", opts->out,
-                  "the trace folder (default: runs/trace-<UTC date and time>); must be new or empty");
+                  "the trace folder (default: runs/trace-<UTC date and time>-<pid>); must be new or empty");
   cmd->add_flag("--assume-synced", opts->assume_synced, "record files of several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "record files of several hosts: align their clocks on matched collective ends");
@@ -215,24 +253,20 @@ void add_trace_command(CLI::App& app) {
       throw ExitRequest{target.error};
     }
     const fs::path library = find_inject_library();
-    fs::path dir = opts->out.empty() ? fs::path("runs") / ("trace-" + default_run_folder("").filename().string())
-                                     : fs::path(opts->out);
-    std::error_code ec;
-    if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
-      throw InputError(
-          fmt::format("--out {}: exists and is not an empty folder (a trace needs a new folder)", dir.string()));
-    fs::create_directories(dir / "procs", ec);
-    if (ec) throw InputError(fmt::format("--out {}: cannot be created: {}", dir.string(), ec.message()));
+    const fs::path dir = opts->out.empty() ? new_default_trace_folder() : fs::path(opts->out);
+    // Locked before CMD starts and until the report is written: a second trace (or analyze) into
+    // this folder is refused rather than merged with this one.
+    const FolderLock lock = lock_trace_folder(dir, !opts->out.empty());
 
     if (opts->yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
     const int code = run_command(opts->command, target.path, library, dir);
     std::size_t written = 0;
     try {
-      written = analyze_trace_folder(dir, dir, merge);
+      written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock);
     } catch (const InputError& e) {
       fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts->command.front(), e.what());
       fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
-                 (dir / "procs").string(), dir.string());
+                 (dir / tracefile::kProcsFolder).string(), dir.string());
       throw ExitRequest{code != 0 ? code : 2};
     }
     fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts->command.front(), code);

@@ -29,10 +29,11 @@ struct ExitRequest {
 // every output of a trace folder (its procs/ record files) written into `dir`; returns the count.
 // With `replay`, that replay is also printed in full (analyze --replay). `dir` is `from` itself or a
 // new or empty folder; `selection` says which large files to write (its records and report appendix
-// are the trace's own: no records.json, the processes' section in report.md).
+// are the trace's own: no records.json, the processes' section in report.md). `held_lock`: trace's own
+// lock on `dir`, taken before its command ran.
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
                                  const TraceMergeOptions& options, std::optional<int> replay = std::nullopt,
-                                 OutputSelection selection = {});
+                                 OutputSelection selection = {}, const FolderLock* held_lock = nullptr);
 
 }  // namespace tpgraph::cli

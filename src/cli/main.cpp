@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <string_view>
 
@@ -54,10 +55,13 @@ int fail(int code, std::string_view prefix, std::string_view what) {
   return code;
 }
 
-// Output that did not reach stdout (closed, /dev/full, a full disk) is a failure, not a success.
+// Output that did not reach stdout (closed, /dev/full, a full disk) is a failure, not a success:
+// --help and --version too, whose output is all they do. CLI11 prints through std::cout, which
+// writes through stdout's buffer (synchronised with stdio), so both are checked.
 int check_stdout(int code) {
   errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
     const int err = errno;
     return fail(code == 0 ? 1 : code,
                 "cannot write to standard output: ", err != 0 ? std::strerror(err) : "write error");
@@ -100,11 +104,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const tpgraph::cli::ExitRequest& e) {
     return check_stdout(e.code);
   } catch (const CLI::ParseError& e) {

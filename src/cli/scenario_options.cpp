@@ -2,12 +2,12 @@
 
 #include <fmt/core.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <limits>
 
 #include "core/base/error.hpp"
 #include "core/base/json_input.hpp"
+#include "core/base/whole_number.hpp"
 
 namespace tpgraph::cli {
 
@@ -39,61 +39,71 @@ std::vector<int> parse_device_list(const std::string& text, std::string_view whe
   std::string_view rest = text;
   while (true) {
     const auto comma = rest.find(',');
-    const auto item = rest.substr(0, comma);
-    int device = -1;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), device);
-    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || device < 0) {
+    const auto device = whole_number<int>(rest.substr(0, comma));
+    if (!device || *device < 0) {
       throw InputError(fmt::format("{}: '{}' is not accepted; accepted: comma-separated GPU indices, e.g. 0,1 or 0,0",
                                    where, escaped_excerpt(text)));
     }
-    out.push_back(device);
+    out.push_back(*device);
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
   }
   return out;
 }
 
-int parse_int_flag(std::string_view text, std::string_view flag) {
-  int value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+template <class T>
+T parse_integer_flag(std::string_view text, std::string_view flag, T lo, T hi) {
+  const std::optional<T> value = whole_number<T>(text);
+  if (!value || *value < lo || *value > hi)
     throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a whole number from {} to {}", flag,
-                                 escaped_excerpt(text), std::numeric_limits<int>::min(),
-                                 std::numeric_limits<int>::max()));
-  return value;
+                                 escaped_excerpt(text), lo, hi));
+  return *value;
+}
+template int parse_integer_flag<int>(std::string_view, std::string_view, int, int);
+template std::uint64_t parse_integer_flag<std::uint64_t>(std::string_view, std::string_view, std::uint64_t,
+                                                         std::uint64_t);
+
+CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, int& target, int lo, int hi,
+                              const std::string& help) {
+  const std::string flag = name.substr(name.rfind(',') + 1);
+  return cmd
+      .add_option_function<std::string>(
+          name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
+          fmt::format("{} ({} to {}; default {})", help, lo, hi, target))
+      ->type_name("N");
 }
 
-std::uint64_t parse_seed_flag(std::string_view text, std::string_view flag) {
-  std::uint64_t value = 0;
-  // from_chars takes no '+' and, for an unsigned type, no '-': "-1" is refused, not wrapped.
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a whole number from 0 to {}", flag,
-                                 escaped_excerpt(text), std::numeric_limits<std::uint64_t>::max()));
-  return value;
+CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, std::optional<int>& target, int lo, int hi,
+                              const std::string& help) {
+  const std::string flag = name.substr(name.rfind(',') + 1);
+  return cmd
+      .add_option_function<std::string>(
+          name, [&target, flag, lo, hi](const std::string& text) { target = parse_integer_flag(text, flag, lo, hi); },
+          fmt::format("{} ({} to {})", help, lo, hi))
+      ->type_name("N");
 }
 
 void apply_scenario_options(const ScenarioOptions& o, Scenario& s) {
   auto& g = s.geometry;
-  if (o.tokens) g.tokens = parse_int_flag(*o.tokens, "--tokens");
-  if (o.experts) g.experts = parse_int_flag(*o.experts, "--experts");
-  if (o.top_k) g.top_k = parse_int_flag(*o.top_k, "--top-k");
-  if (o.hidden) g.hidden = parse_int_flag(*o.hidden, "--hidden");
-  if (o.ff) g.ff = parse_int_flag(*o.ff, "--ff");
-  if (o.ranks) g.ranks = parse_int_flag(*o.ranks, "--ranks");
+  if (o.tokens) g.tokens = parse_integer_flag<int>(*o.tokens, "--tokens");
+  if (o.experts) g.experts = parse_integer_flag<int>(*o.experts, "--experts");
+  if (o.top_k) g.top_k = parse_integer_flag<int>(*o.top_k, "--top-k");
+  if (o.hidden) g.hidden = parse_integer_flag<int>(*o.hidden, "--hidden");
+  if (o.ff) g.ff = parse_integer_flag<int>(*o.ff, "--ff");
+  if (o.ranks) g.ranks = parse_integer_flag<int>(*o.ranks, "--ranks");
   if (o.devices) s.devices = parse_device_list(*o.devices, "--devices");
-  if (o.replays) s.replays = parse_int_flag(*o.replays, "--replays");
-  if (o.warmup) s.warmup = parse_int_flag(*o.warmup, "--warmup");
-  if (o.layers) s.layers = parse_int_flag(*o.layers, "--layers");
+  if (o.replays) s.replays = parse_integer_flag<int>(*o.replays, "--replays");
+  if (o.warmup) s.warmup = parse_integer_flag<int>(*o.warmup, "--warmup");
+  if (o.layers) s.layers = parse_integer_flag<int>(*o.layers, "--layers");
   if (o.peer_copy) s.peer_copy = parse_peer_copy(*o.peer_copy, "--peer-copy");
   if (o.copy_rows) s.copy_rows = parse_copy_rows(*o.copy_rows, "--copy-rows");
   if (o.join) s.join = parse_join(*o.join, "--join");
-  if (o.root_busy) s.root_busy = parse_int_flag(*o.root_busy, "--root-busy");
+  if (o.root_busy) s.root_busy = parse_integer_flag<int>(*o.root_busy, "--root-busy");
   if (o.alloc) s.alloc = parse_alloc(*o.alloc, "--alloc");
   if (o.issue) s.issue = parse_issue(*o.issue, "--issue");
   if (o.layout) s.layout = parse_layout(*o.layout, "--layout");
   if (o.weights) s.weights = parse_weights(*o.weights, "--weights");
-  if (o.seed) s.seed = parse_seed_flag(*o.seed, "--seed");
+  if (o.seed) s.seed = parse_integer_flag<std::uint64_t>(*o.seed, "--seed");
   validate(s);
 }
 

@@ -2,7 +2,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,10 +43,18 @@ void apply_scenario_options(const ScenarioOptions& opts, Scenario& s);
 // The GPU count the GPU-free commands (plan, dot) map ranks with when --devices is not given: one
 // GPU per rank. `run` uses the real count instead.
 [[nodiscard]] int assumed_visible_devices(const Scenario& s);
-// A whole decimal integer of int's range, or an InputError naming `flag`.
-[[nodiscard]] int parse_int_flag(std::string_view text, std::string_view flag);
-// A whole decimal integer 0 .. 2^64-1 (no sign), or an InputError naming `flag`.
-[[nodiscard]] std::uint64_t parse_seed_flag(std::string_view text, std::string_view flag);
+// Every integer flag is read by this one parser: a whole decimal number (whole_number.hpp) from
+// `lo` to `hi`, or an InputError naming `flag` and the range. Defined for int and std::uint64_t.
+template <class T>
+[[nodiscard]] T parse_integer_flag(std::string_view text, std::string_view flag, T lo = std::numeric_limits<T>::min(),
+                                   T hi = std::numeric_limits<T>::max());
+// Registers an integer flag (`name` as CLI11 takes it, e.g. "--replays") whose text goes through
+// parse_integer_flag as the command line is parsed: `--replay ''` or `--replays 5x` is refused like
+// any other bad value. The help text gains the range (and the default, `target` as it is now).
+CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, int& target, int lo, int hi,
+                              const std::string& help);
+CLI::Option* add_integer_flag(CLI::App& cmd, const std::string& name, std::optional<int>& target, int lo, int hi,
+                              const std::string& help);
 // "0,1" -> {0, 1}; throws InputError naming `where`.
 [[nodiscard]] std::vector<int> parse_device_list(const std::string& text, std::string_view where);
 

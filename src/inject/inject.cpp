@@ -274,7 +274,7 @@ void install_signal_handlers() {
 int initialize() {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return 1;
-  const char* dir = std::getenv("TPGRAPH_TRACE_DIR");
+  const char* dir = std::getenv(tracefile::kTraceDirEnv);
   if (dir == nullptr || dir[0] == '\0') return 1;
   auto tracer = std::make_unique<Tracer>();
   std::string error;

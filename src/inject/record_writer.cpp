@@ -37,16 +37,29 @@ RecordWriter::~RecordWriter() {
   if (ours()) ::close(fd_.exchange(-1));
 }
 
+int open_new_record_file(const std::string& procs_dir, const std::string& host, pid_t pid, std::string* path,
+                         std::string* error) {
+  const std::string stem = procs_dir + "/" + host + "." + std::to_string(pid) + ".";
+  for (int n = 0; n < kMaxImagesPerPid; ++n) {
+    *path = stem + std::to_string(n) + std::string(tracefile::kSuffix);
+    const int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) {
+      *error = *path + ": cannot be opened for writing: " + std::strerror(errno);
+      return -1;
+    }
+  }
+  *error = stem + "N" + std::string(tracefile::kSuffix) + ": every N below " + std::to_string(kMaxImagesPerPid) +
+           " is taken";
+  return -1;
+}
+
 bool RecordWriter::open(const std::string& trace_dir, const std::string& host, std::string* error) {
-  const std::string procs = trace_dir + "/procs";
+  const std::string procs = trace_dir + "/" + std::string(tracefile::kProcsFolder);
   if (!make_dir(trace_dir, error) || !make_dir(procs, error)) return false;
   const pid_t pid = ::getpid();
-  path_ = procs + "/" + host + "." + std::to_string(pid) + std::string(tracefile::kSuffix);
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = path_ + ": cannot be opened for writing: " + std::strerror(errno);
-    return false;
-  }
+  const int fd = open_new_record_file(procs, host, pid, &path_, error);
+  if (fd < 0) return false;
   const std::lock_guard guard(mutex_);
   fd_ = fd;
   owner_ = pid;

@@ -13,6 +13,17 @@
 
 namespace tpgraph::inject {
 
+// A process image's record files per pid: a program that execs itself more often than this in one
+// traced process writes no file for the images past it.
+inline constexpr int kMaxImagesPerPid = 1000;
+
+// Creates <procs_dir>/<host>.<pid>.<n>.tpgt for the lowest n not taken (O_CREAT | O_EXCL: a file that
+// exists is never opened, let alone truncated). An image that a traced program execs keeps its pid,
+// and its file is the next n. Returns the descriptor (write-only, append, close-on-exec) and sets
+// `path`, or -1 with `error` set.
+int open_new_record_file(const std::string& procs_dir, const std::string& host, pid_t pid, std::string* path,
+                         std::string* error);
+
 class RecordWriter {
  public:
   RecordWriter() = default;
@@ -20,8 +31,9 @@ class RecordWriter {
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
 
-  // Creates <dir>/procs/ if missing and opens <dir>/procs/<host>.<pid>.tpgt (truncated), then
-  // writes the file header. False, with `error` set, when the file cannot be written.
+  // Creates <dir>/procs/ if missing and creates a new <dir>/procs/<host>.<pid>.<n>.tpgt
+  // (open_new_record_file), then writes the file header. False, with `error` set, when the file
+  // cannot be written.
   bool open(const std::string& trace_dir, const std::string& host, std::string* error);
 
   // Writes one ready chunk (tracefile::chunk and friends). False once the file is closed, not

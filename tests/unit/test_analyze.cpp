@@ -432,13 +432,13 @@ TEST_CASE("an in-place analyze that fails midway leaves the old outputs whole", 
   const auto dir = fresh_temp_dir("midway");
   const RunData run = two_variant_run();
   (void)write_run_outputs(run, analyze_run(run), dir);
+  // A folder where the manifest must go: writing fails once every output is staged, before the
+  // first one moves.
+  std::filesystem::create_directories(dir / ".tpgraph-outputs" / "in the way");
+  std::ofstream(dir / ".tpgraph-outputs" / "in the way" / "file") << "kept";
   const auto before = folder_contents(dir);
-  // A file where the staging folder's variant folder must go: writing fails after report-free work.
-  const auto staging = dir / (".tpgraph-staging-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(staging);
-  std::ofstream(staging / "join") << "in the way";
   CHECK_THROWS_AS(write_run_folder(run, analyze_run(run), dir, /*in_place=*/true), InputError);
-  CHECK(!std::filesystem::exists(staging));
+  CHECK(!std::filesystem::exists(dir / (".tpgraph-staging-" + std::to_string(::getpid()))));
   CHECK(folder_contents(dir) == before);
   std::filesystem::remove_all(dir);
 }

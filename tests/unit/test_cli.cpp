@@ -256,6 +256,52 @@ TEST_CASE("output that does not reach stdout is a failure", "[cli][errors][hosti
   CHECK(status_of("plan --tokens 0 2>&- >/dev/null") == 2);
 }
 
+TEST_CASE("--help and --version fail when their output is lost", "[cli][errors][hostile]") {
+  CHECK(status_of("--help >/dev/null") == 0);
+  CHECK(status_of("--version >/dev/null") == 0);
+  CHECK(status_of("--help >/dev/full 2>/dev/null") == 1);
+  CHECK(status_of("--version >/dev/full 2>/dev/null") == 1);
+  CHECK(status_of("--version >&- 2>/dev/null") == 1);
+  CHECK(status_of("plan --help >&- 2>/dev/null") == 1);
+  // The failure is said on stderr.
+  const auto r = tpgraph("--version >/dev/full");
+  CHECK(r.status == 1);
+  CHECK(mentions(r.output, "cannot write to standard output"));
+}
+
+TEST_CASE("every integer flag is read by the one strict parser", "[cli][errors][hostile]") {
+  // An empty value is refused, never read as "not given" (analyze --replay '' printed nothing).
+  check_rejected("analyze tests/data --replay ''", "--replay: '' is not accepted; accepted: a whole number from 0");
+  check_rejected("analyze tests/data --replay 1x", "--replay: '1x' is not accepted");
+  // Bench's, check's and run's own counts are read, and bounded, before anything looks for a GPU.
+  check_rejected("bench --replays ''", "--replays: '' is not accepted; accepted: a whole number from 1 to 1000000");
+  check_rejected("bench --replays 0", "--replays: '0' is not accepted");
+  check_rejected("bench --warmup -1", "--warmup: '-1' is not accepted");
+  check_rejected("bench --device 0x1", "--device: '0x1' is not accepted");
+  check_rejected("bench --tile 99", "--tile: '99' is not accepted; accepted: a whole number from 0 to");
+  check_rejected("bench --tokens 43,+5", "--tokens: '43,+5' is not accepted");
+  check_rejected("check --sample 1", "--sample: '1' is not accepted; accepted: a whole number from 2");
+  check_rejected("check --repeats ' 4'", "--repeats: ' 4' is not accepted");
+  check_rejected("run --check-tokens 2147483648", "--check-tokens: '2147483648' is not accepted");
+  check_rejected("plan --copy-rows 4x", "--copy-rows: '4x' is not accepted");
+  check_rejected("plan --devices 0,-1", "--devices: '0,-1' is not accepted");
+}
+
+// docs/cli.md's "Exit codes": each code, as the table describes it, from the binary.
+TEST_CASE("exit codes are those docs/cli.md lists", "[cli][errors]") {
+  CHECK(status_of("plan >/dev/null") == 0);
+  CHECK(status_of("plan >/dev/full 2>/dev/null") == 1);    // output that did not reach stdout
+  CHECK(status_of("plan --hidden 100 2>/dev/null") == 2);  // an invalid geometry
+  CHECK(status_of("plan --no-such-flag 2>/dev/null") == 2);
+  CHECK(status_of("2>/dev/null") == 2);  // no command
+  CHECK(status_of("analyze /nonexistent 2>/dev/null") == 2);
+  CHECK(status_of("trace -- /nonexistent/program >/dev/null 2>&1") == 127);
+  CHECK(status_of("trace -- ./README.md >/dev/null 2>&1") == 126);
+  // `info` needs a GPU: 3 without one, 0 with one; never anything else.
+  const int info = status_of("info >/dev/null 2>&1");
+  CHECK((info == 0 || info == 3));
+}
+
 TEST_CASE("dot -o never replaces a symlink, FIFO or device with a regular file", "[cli][errors][hostile]") {
   TempDir dir;
   const auto target = dir.file("target.txt", "keep me");

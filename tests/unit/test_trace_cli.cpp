@@ -1,9 +1,12 @@
 // `tpgraph trace -- CMD` as a user meets it without a GPU: the command's own exit code, a shell's
 // 127/126 for a command that is missing or not executable, signals passed on, a report that says no
 // CUDA work was seen, and a folder that is never reused.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -93,4 +96,60 @@ TEST_CASE("trace refuses contradictory clock flags", "[trace][cli]") {
   const Outcome o = trace("--assume-synced --align-collectives --out '" + out.path.string() + "' -- true");
   CHECK(o.code == 2);
   CHECK(has(o.text, "exclude each other"));
+}
+
+TEST_CASE("two traces started together write folders of their own", "[trace][cli][hostile]") {
+  Folder cwd;
+  fs::create_directories(cwd.path);
+  // Same second, same default: each trace gets runs/trace-<UTC>-<pid>, never the other's folder.
+  const std::string bin = std::string("'") + TPGRAPH_BINARY + "'";
+  const std::string command = "cd '" + cwd.path.string() + "' && { " + bin + " trace -- sleep 0.3 >a.log 2>&1 & " +
+                              bin + " trace -- sleep 0.3 >b.log 2>&1 & " + bin +
+                              " trace -- true >c.log 2>&1; wait; } && grep -q 'wrote' a.log && grep -q 'wrote' b.log";
+  CHECK(std::system(command.c_str()) == 0);
+  int folders = 0;
+  for (const auto& e : fs::directory_iterator(cwd.path / "runs")) {
+    INFO(e.path());
+    CHECK(e.path().filename().string().rfind("trace-", 0) == 0);
+    CHECK(fs::exists(e.path() / "report.md"));
+    ++folders;
+  }
+  CHECK(folders == 3);
+}
+
+TEST_CASE("a trace into a folder another tpgraph holds is refused before its command runs", "[trace][cli][hostile]") {
+  Folder out;
+  fs::create_directories(out.path);
+  const fs::path marker = fs::temp_directory_path() / ("tpgraph-trace-ran-" + std::to_string(::getpid()));
+  fs::remove(marker);
+  SECTION("held by another process (a trace or analyze writing it)") {
+    const int fd = ::open(out.path.c_str(), O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    const Outcome o = trace("--out '" + out.path.string() + "' -- touch '" + marker.string() + "'");
+    ::close(fd);
+    INFO(o.text);
+    CHECK(o.code == 2);
+    CHECK(has(o.text, "another tpgraph is writing this folder"));
+    CHECK(std::count(o.text.begin(), o.text.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(marker));  // the command never ran
+    CHECK(fs::is_empty(out.path));
+  }
+  SECTION("held by a trace still running its command") {
+    const std::string bin = std::string("'") + TPGRAPH_BINARY + "'";
+    const std::string dir = "'" + out.path.string() + "'";
+    const fs::path log = out.path.parent_path() / ("tpgraph-trace-second-" + std::to_string(::getpid()) + ".log");
+    const std::string command = bin + " trace --out " + dir + " -- sleep 2 >/dev/null 2>&1 & sleep 0.7; " + bin +
+                                " trace --out " + dir + " -- touch '" + marker.string() + "' >'" + log.string() +
+                                "' 2>&1; second=$?; wait $!; first=$?; test $second = 2 && test $first = 0";
+    CHECK(std::system(command.c_str()) == 0);
+    std::ifstream in(log);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    fs::remove(log);
+    INFO(text);
+    CHECK(has(text, "another tpgraph is writing this folder"));
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(fs::exists(out.path / "report.md"));  // the first trace finished its report
+  }
+  fs::remove(marker);
 }

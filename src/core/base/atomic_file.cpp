@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,29 @@ void install_signal_cleanup() {
     sigemptyset(&action.sa_mask);
     ::sigaction(s, &action, nullptr);
   }
+}
+
+FolderLock::FolderLock(const std::filesystem::path& dir)
+    : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+  if (fd_ < 0) throw InputError(fmt::format("{}: cannot open the folder: {}", dir.string(), std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    if (err == EWOULDBLOCK)
+      throw InputError(fmt::format("{}: another tpgraph is writing this folder; wait for it to finish", dir.string()));
+    throw InputError(fmt::format("{}: cannot lock the folder: {}", dir.string(), std::strerror(err)));
+  }
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool FolderLock::covers(const std::filesystem::path& dir) const {
+  struct stat held {};
+  struct stat other {};
+  return ::fstat(fd_, &held) == 0 && ::stat(dir.c_str(), &other) == 0 && held.st_dev == other.st_dev &&
+         held.st_ino == other.st_ino;
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {

@@ -31,6 +31,28 @@ class RemoveOnSignal {
   int slot_ = -1;
 };
 
+// An exclusive advisory lock (flock) on a folder, held while the object lives: the one lock every
+// writer of a run or trace folder takes, so a second writer is refused rather than interleaved,
+// and whatever a writer left behind (a staging folder) belongs to a writer that is gone. The lock
+// belongs to this process alone: the descriptor is close-on-exec, so a command run under it (trace's
+// CMD) neither holds nor sees it. An InputError names the folder when it cannot be opened or
+// another process holds the lock.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& dir);
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  FolderLock(FolderLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FolderLock& operator=(FolderLock&&) = delete;
+  ~FolderLock();
+
+  // Whether this lock is on `dir` (the same folder, however named).
+  [[nodiscard]] bool covers(const std::filesystem::path& dir) const;
+
+ private:
+  int fd_;
+};
+
 // Installs the handler that removes the registered paths and then lets the signal end the process
 // as it would have (the exit status still says which signal). Called once, by main.
 void install_signal_cleanup();

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -15,6 +14,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/json_input.hpp"
+#include "core/base/whole_number.hpp"
 
 namespace tpgraph {
 namespace {
@@ -216,13 +216,12 @@ WeightsKind parse_weights(std::string_view v, std::string_view where) { return v
 
 std::optional<int> parse_copy_rows(std::string_view value, std::string_view where) {
   if (value == "all") return std::nullopt;
-  int rows = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rows);
-  if (ec != std::errc{} || end != value.data() + value.size() || rows < 1) {
+  const std::optional<int> rows = whole_number<int>(value);
+  if (!rows || *rows < 1) {
     throw InputError(
         fmt::format("{}: '{}' is not accepted; accepted: a row count >= 1, or all", where, escaped_excerpt(value)));
   }
-  return rows;
+  return *rows;
 }
 
 int Scenario::copy_row_count() const { return copy_rows ? std::min(*copy_rows, geometry.tokens) : geometry.tokens; }

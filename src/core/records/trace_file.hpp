@@ -44,6 +44,12 @@ inline constexpr std::string_view kMagic = "TPGTRACE";
 inline constexpr std::uint32_t kVersion = 1;
 // A chunk larger than this is refused by the reader (a graph of a million nodes is ~60 MB).
 inline constexpr std::uint32_t kMaxChunkBytes = 256u << 20;
+// A trace folder: `tpgraph trace` names it to the traced processes in this environment variable,
+// and each process writes its record file into the folder's kProcsFolder, named
+// <host>.<pid>.<n>.tpgt: n counts the process images of one pid (a program that execs another is
+// traced again under the same pid), so no image ever opens another's file.
+inline constexpr const char* kTraceDirEnv = "TPGRAPH_TRACE_DIR";
+inline constexpr std::string_view kProcsFolder = "procs";
 // File name suffix of a process's record file.
 inline constexpr std::string_view kSuffix = ".tpgt";
 

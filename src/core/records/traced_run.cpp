@@ -149,7 +149,7 @@ std::string short_kernel_name(std::string_view demangled) {
 
 bool is_trace_folder(const fs::path& dir) {
   std::error_code ec;
-  return fs::is_directory(dir / "procs", ec) && !fs::exists(dir / "records.json", ec);
+  return fs::is_directory(dir / tracefile::kProcsFolder, ec) && !fs::exists(dir / "records.json", ec);
 }
 
 std::vector<ProcessFile> read_process_files(const fs::path& procs_dir) {

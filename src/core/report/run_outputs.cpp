@@ -1,22 +1,24 @@
 #include "core/report/run_outputs.hpp"
 
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <sys/file.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
 #include "core/report/dot.hpp"
+#include "core/report/output_folder.hpp"
 #include "core/report/report.hpp"
 #include "core/report/svg.hpp"
 #include "core/report/trace.hpp"
@@ -59,28 +61,6 @@ std::vector<std::filesystem::path> write_run_outputs(const RunData& run, const R
 
 namespace {
 
-// An exclusive advisory lock on a folder, held while its owner lives.
-class FolderLock {
- public:
-  explicit FolderLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    if (fd_ < 0) throw InputError(fmt::format("{}: cannot open the folder: {}", dir.string(), std::strerror(errno)));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      ::close(fd_);
-      if (err == EWOULDBLOCK)
-        throw InputError(
-            fmt::format("{}: another tpgraph is writing this folder; wait for it to finish", dir.string()));
-      throw InputError(fmt::format("{}: cannot lock the folder: {}", dir.string(), std::strerror(err)));
-    }
-  }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-  ~FolderLock() { ::close(fd_); }
-
- private:
-  int fd_;
-};
-
 // Whether two files hold the same bytes, read a block at a time.
 bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
   std::ifstream fa(a, std::ios::binary);
@@ -120,26 +100,84 @@ bool same_folder(const std::filesystem::path& a, const std::filesystem::path& b)
   return !ec && same;
 }
 
+namespace {
+
+// The outputs' paths relative to the staging folder they were written into.
+std::vector<std::string> relative_names(const std::vector<std::filesystem::path>& staged,
+                                        const std::filesystem::path& staging) {
+  std::vector<std::string> names;
+  for (const auto& p : staged)
+    if (p.filename() != "records.json") names.push_back(std::filesystem::relative(p, staging).string());
+  return names;
+}
+
+// Renames each staged file into `dir`, reports last (a folder whose report.md is new has every file
+// it speaks of). SIGINT, SIGTERM and SIGHUP wait until every file has moved: the renames take
+// moments, and a folder left half old, half new would be refused by the next analyze.
+std::vector<std::filesystem::path> move_into_place(std::vector<std::filesystem::path> staged,
+                                                   const std::filesystem::path& staging,
+                                                   const std::filesystem::path& dir) {
+  std::stable_partition(staged.begin(), staged.end(), [&](const std::filesystem::path& p) {
+    return p.parent_path() != staging || p.filename() == "records.json";
+  });
+  sigset_t stop{};
+  sigset_t before{};
+  sigemptyset(&stop);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
+  ::pthread_sigmask(SIG_BLOCK, &stop, &before);
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& from : staged) {
+    const auto to = dir / std::filesystem::relative(from, staging);
+    std::filesystem::create_directories(to.parent_path(), ec);
+    std::filesystem::rename(from, to, ec);
+    if (ec) {
+      ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      throw std::runtime_error(
+          fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
+                      "moved; the folder mixes old and new outputs: analyze it again)",
+                      to.string(), ec.message(), files.size(), staged.size()));
+    }
+    files.push_back(to);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return files;
+}
+
+}  // namespace
+
 std::vector<std::filesystem::path> write_run_folder(const RunData& run, const RunAnalysis& analysis,
                                                     const std::filesystem::path& dir, bool in_place,
                                                     const OutputSelection& selection,
-                                                    const std::filesystem::path& records_file) {
+                                                    const std::filesystem::path& records_file,
+                                                    const FolderLock* held_lock) {
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(dir, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
     throw InputError(fmt::format("{}: exists and is not a folder; accepted: a new or empty folder", dir.string()));
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
-  const FolderLock lock(dir);
+  std::optional<FolderLock> own_lock;
+  if (held_lock == nullptr || !held_lock->covers(dir)) own_lock.emplace(dir);
+  // Under the lock, a staging folder here is one whose writer is gone (killed, out of memory).
+  (void)remove_dead_writers_leftovers(dir);
+  const OutputManifest previous = read_output_manifest(dir);
+  // The input as one spelling of its path (./trace and trace are the same source).
+  std::error_code path_ec;
+  const std::string source =
+      std::filesystem::weakly_canonical(records_file.empty() ? selection.source : records_file, path_ec).string();
 
-  const std::filesystem::path staging = dir / fmt::format(".tpgraph-staging-{}", static_cast<long>(::getpid()));
+  const std::filesystem::path staging = dir / fmt::format("{}{}", kStagingPrefix, static_cast<long>(::getpid()));
   const RemoveOnSignal remove_if_interrupted(staging);
   const auto remove_staging = [&] {
     std::error_code ignored;
     std::filesystem::remove_all(staging, ignored);
   };
   bool write_records = !in_place && selection.records;
-  if (!in_place && !std::filesystem::is_empty(dir, ec)) {
+  // A folder holding nothing but the outputs of this same input (an earlier analyze into it, even
+  // one stopped midway) is written again.
+  const bool our_outputs = previous.present && previous.source == source && holds_only_listed_outputs(dir, previous);
+  if (!in_place && !our_outputs && !std::filesystem::is_empty(dir, ec)) {
     if (!selection.records)
       throw InputError(
           fmt::format("{}: the folder is not empty (it holds {}); accepted: a new or empty folder, "
@@ -172,30 +210,25 @@ std::vector<std::filesystem::path> write_run_folder(const RunData& run, const Ru
     }
     const auto written = write_run_outputs(run, analysis, staging, write_records && !copy_records, selection);
     staged.insert(staged.end(), written.begin(), written.end());
+    // Before the first file moves, the manifest lists the old outputs and the new: however the swap
+    // ends, every output in the folder is listed, and the next analyze recognises and clears it.
+    OutputManifest listing{true, source, relative_names(staged, staging)};
+    const std::vector<std::string> fresh = listing.files;
+    for (const auto& f : previous.files)
+      if (std::find(fresh.begin(), fresh.end(), f) == fresh.end()) listing.files.push_back(f);
+    write_output_manifest(dir, listing);
+    const auto files = move_into_place(staged, staging, dir);
+    remove_staging();
+    // Outputs of the previous analysis this one does not produce (a graph folder of a graph that
+    // is gone, a trace.json under --no-trace) would read as part of this analysis.
+    remove_outputs_not_rewritten(dir, previous.files, fresh);
+    listing.files = fresh;
+    write_output_manifest(dir, listing);
+    return files;
   } catch (...) {
     remove_staging();
     throw;
   }
-  // Reports last: a folder whose report.md is new has every file it speaks of.
-  std::stable_partition(staged.begin(), staged.end(), [&](const std::filesystem::path& p) {
-    return p.parent_path() != staging || p.filename() == "records.json";
-  });
-  std::vector<std::filesystem::path> files;
-  for (const auto& from : staged) {
-    const auto to = dir / std::filesystem::relative(from, staging);
-    std::filesystem::create_directories(to.parent_path(), ec);
-    std::filesystem::rename(from, to, ec);
-    if (ec) {
-      remove_staging();
-      throw std::runtime_error(
-          fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
-                      "moved; the folder mixes old and new outputs: analyze it again)",
-                      to.string(), ec.message(), files.size(), staged.size()));
-    }
-    files.push_back(to);
-  }
-  remove_staging();
-  return files;
 }
 
 std::filesystem::path resolve_records_path(const std::filesystem::path& run) {
