@@ -262,7 +262,49 @@ struct DeviceTimeline {
       }
     }
     segments.shrink_to_fit();
+    busy_before.assign(segments.size() + 1, 0);
+    for (std::size_t k = 0; k < segments.size(); ++k)
+      busy_before[k + 1] = busy_before[k] + (segments[k].end - segments[k].begin);
+    of_replay.resize(segments.size());
+    for (std::size_t k = 0; k < segments.size(); ++k) of_replay[k] = static_cast<std::uint32_t>(k);
+    std::stable_sort(of_replay.begin(), of_replay.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return segments[a].replay < segments[b].replay; });
   }
+
+  // Time covered by segments within [lo, hi), from the running sums: a wait that spans the records
+  // of thousands of other replays costs two binary searches, not a walk over them.
+  [[nodiscard]] std::uint64_t busy_within(std::uint64_t lo, std::uint64_t hi) const {
+    if (hi <= lo) return 0;
+    const std::size_t a = first_ending_after(lo);
+    const auto b = static_cast<std::size_t>(
+        std::partition_point(segments.begin(), segments.end(), [&](const Segment& s) { return s.begin < hi; }) -
+        segments.begin());
+    if (a >= b) return 0;
+    std::uint64_t busy = busy_before[b] - busy_before[a];
+    if (segments[a].begin < lo) busy -= lo - segments[a].begin;
+    if (segments[b - 1].end > hi) busy -= segments[b - 1].end - hi;
+    return busy;
+  }
+
+  // The latest segment of `replay` that begins before `t` and ends after `lo` and that `take`
+  // accepts; segments.size() when none. Walks that replay's segments only.
+  template <class Take>
+  [[nodiscard]] std::size_t latest_of_replay(int replay, std::uint64_t lo, std::uint64_t t, const Take& take) const {
+    const auto first = std::partition_point(of_replay.begin(), of_replay.end(),
+                                            [&](std::uint32_t k) { return segments[k].replay < replay; });
+    const auto last =
+        std::partition_point(first, of_replay.end(), [&](std::uint32_t k) { return segments[k].replay == replay; });
+    auto it = std::partition_point(first, last, [&](std::uint32_t k) { return segments[k].begin < t; });
+    while (it != first) {
+      --it;
+      if (segments[*it].end <= lo) break;
+      if (take(segments[*it])) return *it;
+    }
+    return segments.size();
+  }
+
+  std::vector<std::uint64_t> busy_before;  // [k]: time covered by segments[0..k)
+  std::vector<std::uint32_t> of_replay;    // segment indices by replay, in time order within one
 
   // Index of the first segment ending after t.
   [[nodiscard]] std::size_t first_ending_after(std::uint64_t t) const {
@@ -273,12 +315,19 @@ struct DeviceTimeline {
 };
 
 // Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest. `busy` gets the
-// contention in ns, exactly.
+// contention in ns, exactly. Without `occupants` only the contention and idle time, from the
+// running sums: `hi` is the node's start, so none of its own segments falls in the wait.
 WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi,
-                     std::uint64_t& busy) {
+                     std::uint64_t& busy, bool occupants) {
   WaitParts parts;
   busy = 0;
   if (hi <= lo) return parts;
+  if (!occupants) {
+    busy = d.busy_within(lo, hi);
+    parts.contention_us = static_cast<double>(busy) / 1000.0;
+    parts.idle_us = static_cast<double>(hi - lo - busy) / 1000.0;
+    return parts;
+  }
   std::vector<std::pair<Occupant, std::uint64_t>> seen;
   for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
     const Segment& s = d.segments[k];
@@ -306,9 +355,13 @@ WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_
   return parts;
 }
 
-// The critical path of one replay (the rule is in timeline.hpp).
+// The critical path of one replay (the rule is in timeline.hpp). Without `detail` (a replay whose
+// path only enters the summaries) a wait's links are its contention and its idle time as two
+// totals, found from the running sums and that replay's own segments: the walk through other
+// replays' records, one by one, would make a long run quadratic.
 std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeTiming>& nodes, int replay,
-                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices) {
+                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices,
+                                    bool detail) {
   std::vector<PathLink> links;  // collected backwards
   if (!rt.present) return links;
   const auto add = [&](PathLinkKind kind, int node, std::uint64_t lo, std::uint64_t hi, int held, int occupant) {
@@ -340,7 +393,24 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
     const std::uint64_t lo = std::max(n.ready_ns, begin);
     int next = -1;
     const auto dit = devices.find(g.nodes[ci].device);
-    while (t > lo && dit != devices.end()) {
+    const auto leads = [&](const Segment& s) {
+      return s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
+             nodes[static_cast<std::size_t>(s.node)].recorded;
+    };
+    if (!detail && t > lo && dit != devices.end()) {
+      const DeviceTimeline& d = dit->second;
+      const std::size_t k = d.latest_of_replay(replay, lo, t, leads);
+      const std::uint64_t from = k < d.segments.size() ? std::min(d.segments[k].end, t) : lo;
+      const std::uint64_t busy = d.busy_within(from, t);
+      add(PathLinkKind::contention, cur, from, from + busy, -1, -1);
+      add(PathLinkKind::idle, cur, from + busy, t, -1, -1);
+      t = from;
+      if (k < d.segments.size()) {
+        next = d.segments[k].node;
+        held = cur;
+      }
+    }
+    while (detail && t > lo && dit != devices.end()) {
       const DeviceTimeline& d = dit->second;
       const auto k = static_cast<std::size_t>(
           std::partition_point(d.segments.begin(), d.segments.end(), [&](const Segment& s) { return s.begin < t; }) -
@@ -352,8 +422,7 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
         continue;
       }
       const Segment& s = d.segments[k - 1];
-      if (s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
-          nodes[static_cast<std::size_t>(s.node)].recorded) {
+      if (leads(s)) {
         next = s.node;  // it held the GPU while `cur` waited: the path runs through it
         held = cur;
         break;
@@ -416,7 +485,9 @@ class ReplayAnalyzer {
   }
 
   // Fills `nodes` (resized to the graph) and `rt` for replay r; the critical path only when asked.
-  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path) const {
+  // With `detail` the waits' occupants and the path's links one by one, else their totals.
+  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path,
+               bool detail) const {
     const auto R = static_cast<std::size_t>(out_.ranks);
     nodes.assign(node_count_, NodeTiming{});
     for (std::size_t n = 0; n < node_count_; ++n) {
@@ -462,7 +533,8 @@ class ReplayAnalyzer {
         t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
         const auto dit = devices_.find(g_.nodes[n].device);
         if (dit != devices_.end())
-          t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n]);
+          t.parts =
+              split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n], detail);
         // Arrival: the other rank's predecessor ended after this node's own chain had.
         const int rank = g_.nodes[n].rank;
         if (from >= 0 && g_.nodes[static_cast<std::size_t>(from)].rank != rank) {
@@ -553,7 +625,7 @@ class ReplayAnalyzer {
     }
     rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
     if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
-    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
   }
 
  private:
@@ -671,7 +743,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   std::vector<NodeTiming> nodes;
   for (std::size_t r = 0; r < N; ++r) {
     ReplayTimeline& rt = out.replays[r];
-    analyzer.analyze(r, nodes, rt, true);
+    analyzer.analyze(r, nodes, rt, true, r < detail);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
     for (std::size_t n = 0; n < node_count; ++n) {
       const NodeTiming& t = nodes[n];
@@ -896,7 +968,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const int r : needed) {
       if (r < 0 || out.has_detail(r)) continue;
       const auto ri = static_cast<std::size_t>(r);
-      analyzer.analyze(ri, nodes, scratch, true);
+      analyzer.analyze(ri, nodes, scratch, true, true);
       out.timings[ri] = nodes;
       out.replays[ri].critical_path = std::move(scratch.critical_path);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -45,7 +46,8 @@ bool is_collective(std::string_view name) {
   return lower.find("nccl") != std::string::npos;
 }
 
-// FNV-1a over the graph's shape: node types and names in node order, then the sorted edges.
+// FNV-1a over the graph's shape: node types and names in node order, then the sorted edges. Only
+// a bucket key: graphs are grouped on their full shape (same_shape).
 std::uint64_t fingerprint(const TracedGraph& g) {
   std::uint64_t h = 1469598103934665603ull;
   const auto mix = [&](std::string_view s) {
@@ -67,6 +69,20 @@ std::uint64_t fingerprint(const TracedGraph& g) {
   return h;
 }
 
+GraphHash graph_hash = &fingerprint;
+
+constexpr std::size_t kCopiedNotesBytes = 64 << 10;
+
+// The shape the merge relies on when it lays one process's records onto another's graph: the node
+// count, every node's type and name, and the edges.
+bool same_shape(const TracedGraph& a, const std::vector<std::pair<int, int>>& a_edges, const TracedGraph& b,
+                const std::vector<std::pair<int, int>>& b_edges) {
+  if (a.nodes.size() != b.nodes.size() || a_edges != b_edges) return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i)
+    if (a.nodes[i].type != b.nodes[i].type || a.nodes[i].name != b.nodes[i].name) return false;
+  return true;
+}
+
 std::string host_key(const ProcessFile& p) { return p.boot_id.empty() ? p.host : p.boot_id; }
 
 // Where a graph record of one process goes: (graph index in the file, node index).
@@ -78,7 +94,9 @@ struct Slot {
 struct ProcessIndex {
   NodeResolver resolver;  // instantiated (or captured) node id -> slot index
   std::vector<Slot> slots;
-  std::vector<std::uint64_t> graph_fingerprint;  // [graph]
+  // [graph] its shape class: graphs of one class have the same shape (same_shape), so one's node
+  // indices are valid in every other's. Named for the fingerprint, which only buckets the classes.
+  std::vector<std::uint64_t> graph_fingerprint;
 };
 
 ProcessIndex index_process(const ProcessFile& p) {
@@ -86,7 +104,7 @@ ProcessIndex index_process(const ProcessFile& p) {
   ix.graph_fingerprint.reserve(p.graphs.size());
   for (std::size_t g = 0; g < p.graphs.size(); ++g) {
     const TracedGraph& graph = p.graphs[g];
-    ix.graph_fingerprint.push_back(fingerprint(graph));
+    ix.graph_fingerprint.push_back(0);  // set by classify_shapes
     const auto base = static_cast<int>(ix.slots.size());
     for (std::size_t i = 0; i < graph.nodes.size(); ++i)
       ix.slots.push_back(Slot{static_cast<int>(g), static_cast<int>(i)});
@@ -97,6 +115,109 @@ ProcessIndex index_process(const ProcessFile& p) {
     for (const auto& [clone, node] : graph.clones) ix.resolver.map_node(clone, base + node);
   }
   return ix;
+}
+
+// Gives every graph of every process its shape class: graphs whose hash collides but whose shapes
+// differ get classes of their own, so a collision can never lay one graph's records on another.
+void classify_shapes(const std::vector<ProcessFile>& files, std::vector<ProcessIndex>& index) {
+  struct Shape {
+    const TracedGraph* graph;
+    std::vector<std::pair<int, int>> edges;  // sorted
+  };
+  std::vector<Shape> shapes;
+  std::unordered_multimap<std::uint64_t, std::size_t> bucket;  // hash -> shapes
+  for (std::size_t p = 0; p < files.size(); ++p)
+    for (std::size_t g = 0; g < files[p].graphs.size(); ++g) {
+      const TracedGraph& graph = files[p].graphs[g];
+      auto edges = graph.edges;
+      std::sort(edges.begin(), edges.end());
+      const std::uint64_t h = graph_hash(graph);
+      std::size_t cls = shapes.size();
+      for (auto [it, end] = bucket.equal_range(h); it != end; ++it)
+        if (same_shape(*shapes[it->second].graph, shapes[it->second].edges, graph, edges)) {
+          cls = it->second;
+          break;
+        }
+      if (cls == shapes.size()) {
+        shapes.push_back(Shape{&graph, std::move(edges)});
+        bucket.emplace(h, cls);
+      }
+      index[p].graph_fingerprint[g] = cls;
+    }
+}
+
+// A graph whose edges close a cycle has no order to analyse it in: it is taken out of its process
+// (its records then match no node and are counted so), and the note names the file, so one
+// corrupt graph does not refuse every other process's.
+void set_aside_cyclic_graphs(std::vector<ProcessFile>& files, std::vector<std::string>& notes) {
+  for (auto& f : files) {
+    std::erase_if(f.graphs, [&](const TracedGraph& g) {
+      std::vector<int> indegree(g.nodes.size(), 0);
+      std::vector<std::vector<int>> succ(g.nodes.size());
+      for (const auto& [a, b] : g.edges) {
+        succ[static_cast<std::size_t>(a)].push_back(b);
+        ++indegree[static_cast<std::size_t>(b)];
+      }
+      std::vector<int> ready;
+      for (std::size_t i = 0; i < g.nodes.size(); ++i)
+        if (indegree[i] == 0) ready.push_back(static_cast<int>(i));
+      std::size_t ordered = 0;
+      while (!ready.empty()) {
+        const auto n = static_cast<std::size_t>(ready.back());
+        ready.pop_back();
+        ++ordered;
+        for (const int m : succ[n])
+          if (--indegree[static_cast<std::size_t>(m)] == 0) ready.push_back(m);
+      }
+      if (ordered == g.nodes.size()) return false;
+      notes.push_back(fmt::format("{}: graph exec {} (version {}) has a cycle in its edges: it is not analysed and "
+                                  "its records count as matching no node",
+                                  tracefile::printable(f.path), g.exec, g.version));
+      return true;
+    });
+  }
+}
+
+// The rule records.json's reader applies (body_of_records), for a trace folder: a timestamped
+// record further than kStrayRecordNs from the body of every graph's records would become the
+// trace's time base; it is counted and set aside, and the note says how many and where.
+void set_aside_stray_records(RunData& run, std::vector<std::string>& notes) {
+  std::vector<std::uint64_t> starts;
+  for (const auto& v : run.variants)
+    for (const auto& a : v.records)
+      if (a.start_ns != 0 && a.end_ns >= a.start_ns) starts.push_back(a.start_ns);
+  const auto body = body_of_records(std::move(starts));
+  if (!body) return;
+  for (auto& v : run.variants) {
+    std::uint64_t earliest = std::numeric_limits<std::uint64_t>::max(), latest = 0;
+    const auto stray = [&](const ActivityRecord& a) {
+      if (a.start_ns == 0 || a.end_ns < a.start_ns || !body->stray(a.start_ns)) return false;
+      earliest = std::min(earliest, a.start_ns);
+      latest = std::max(latest, a.start_ns);
+      return true;
+    };
+    const auto count = std::erase_if(v.records, stray);
+    if (count > 0)
+      notes.push_back(fmt::format(
+          "{}: {} record{} set aside: they start more than an hour from the trace's other records ({} to {} ns; "
+          "these at {} to {} ns) and would move its time base",
+          v.scenario.name, count, count == 1 ? "" : "s", body->first, body->last, earliest, latest));
+  }
+}
+
+// The bound records.json's reader puts on scenario.replays, for the launches of a traced graph:
+// launches of a wide graph whose records are lost (or never written) cost 32 bytes each in the
+// file and a slot per node each in the analysis.
+void check_slots(const RunData& run) {
+  for (const auto& v : run.variants) {
+    const std::uint64_t slots = static_cast<std::uint64_t>(v.scenario.replays) * v.graph.nodes.size();
+    if (slots > kSlotsPerRecord * v.records.size() + kSlotsPerNode * v.graph.nodes.size() + kSlotFloor)
+      throw InputError(fmt::format(
+          "{}: {} launches of a graph of {} nodes (all ranks) with {} records: analysing them takes a slot per launch "
+          "and node, more than the record files justify; accepted: at most {} per record + {} per node + {} slots",
+          v.scenario.name, v.scenario.replays, v.graph.nodes.size(), v.records.size(), kSlotsPerRecord, kSlotsPerNode,
+          kSlotFloor));
+  }
 }
 
 std::string iso8601(std::uint64_t realtime_ns) {
@@ -152,25 +273,84 @@ bool is_trace_folder(const fs::path& dir) {
   return fs::is_directory(dir / "procs", ec) && !fs::exists(dir / "records.json", ec);
 }
 
-std::vector<ProcessFile> read_process_files(const fs::path& procs_dir) {
+void set_graph_hash_for_testing(GraphHash hash) { graph_hash = hash != nullptr ? hash : &fingerprint; }
+
+namespace {
+
+// What an entry named like a record file is when it is not one to read, or "".
+std::string not_a_record_file(const fs::directory_entry& entry) {
   std::error_code ec;
-  if (!fs::is_directory(procs_dir, ec))
-    throw InputError(fmt::format("{}: not a folder of trace record files", procs_dir.string()));
+  const fs::file_status link = entry.symlink_status(ec);
+  if (ec) return fmt::format("cannot be inspected ({})", ec.message());
+  const fs::file_status target = entry.status(ec);
+  if (fs::is_symlink(link) && (ec || !fs::exists(target))) return "a symbolic link to nothing";
+  if (ec) return fmt::format("cannot be inspected ({})", ec.message());
+  if (fs::is_regular_file(target)) return "";
+  if (fs::is_directory(target)) return "a folder";
+  if (fs::is_fifo(target)) return "a FIFO";
+  if (fs::is_block_file(target) || fs::is_character_file(target)) return "a device";
+  if (fs::is_socket(target)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+TraceFolder read_process_files(const fs::path& procs_dir) {
+  const std::string folder = tracefile::printable(procs_dir.string());
+  std::error_code ec;
+  if (!fs::is_directory(procs_dir, ec)) throw InputError(fmt::format("{}: not a folder of trace record files", folder));
+  TraceFolder out;
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(procs_dir, ec)) {
-    if (entry.path().extension() == tracefile::kSuffix && entry.is_regular_file(ec)) paths.push_back(entry.path());
+  fs::directory_iterator it(procs_dir, ec);
+  // Each entry is judged on its own (no error code carried from one entry to the next), so what is
+  // read and what is refused does not depend on the order the folder lists them in.
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
+    if (entry.path().extension() != tracefile::kSuffix) continue;
+    const std::string why = not_a_record_file(entry);
+    if (why.empty()) {
+      paths.push_back(entry.path());
+    } else {
+      out.notes.push_back(
+          fmt::format("{}: {}, not a record file (skipped)", tracefile::printable(entry.path().string()), why));
+    }
   }
-  if (ec) throw InputError(fmt::format("{}: cannot be listed: {}", procs_dir.string(), ec.message()));
+  if (ec) throw InputError(fmt::format("{}: cannot be listed: {}", folder, ec.message()));
   std::sort(paths.begin(), paths.end());
+  std::sort(out.notes.begin(), out.notes.end());
   std::int64_t file_bytes = 0;
   for (const auto& p : paths) {
     const auto size = fs::file_size(p, ec);
     if (!ec) file_bytes += static_cast<std::int64_t>(std::min<std::uintmax_t>(size, std::uintmax_t{1} << 52));
   }
   check_trace_analysis_fits(procs_dir, static_cast<int>(paths.size()), file_bytes, available_host_memory());
-  std::vector<ProcessFile> out;
-  out.reserve(paths.size());
-  for (const auto& p : paths) out.push_back(tracefile::read_process_file(p.string()));
+  out.files.reserve(paths.size());
+  for (const auto& p : paths) {
+    const std::string name = tracefile::printable(p.string());
+    const auto size = fs::file_size(p, ec);
+    // A process killed before it wrote its header leaves nothing, or part of the magic.
+    if (!ec && size < tracefile::kMagic.size()) {
+      std::string head(static_cast<std::size_t>(size), '\0');
+      std::ifstream(p, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
+      if (tracefile::kMagic.substr(0, head.size()) == head) {
+        out.notes.push_back(fmt::format("{}: {} (the process ended before writing its header; skipped)", name,
+                                        size == 0 ? "empty" : fmt::format("{} bytes", size)));
+        continue;
+      }
+    }
+    tracefile::ProcessFile f = tracefile::read_process_file(p.string());
+    if (!f.has_meta) {
+      if (f.records.empty() && f.graphs.empty()) {
+        out.notes.push_back(fmt::format("{}: no meta chunk and no records (the process ended at start; skipped)", name));
+        continue;
+      }
+      throw InputError(fmt::format(
+          "{}: no meta chunk (host, pid) before its records, so its process cannot be placed among the others; "
+          "accepted: record files as `tpgraph trace` writes them, which begin with one",
+          name));
+    }
+    out.files.push_back(std::move(f));
+  }
   return out;
 }
 
@@ -190,9 +370,17 @@ void check_trace_analysis_fits(const fs::path& procs_dir, int files, std::int64_
                   format_bytes(available)));
 }
 
+TracedRun merge_trace_folder(TraceFolder folder, const TraceMergeOptions& options) {
+  TracedRun out = merge_traces(std::move(folder.files), options);
+  out.notes.insert(out.notes.begin(), folder.notes.begin(), folder.notes.end());
+  for (auto& v : out.run.variants) v.notes.insert(v.notes.end(), folder.notes.begin(), folder.notes.end());
+  return out;
+}
+
 TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& options) {
   TracedRun out;
   RunData& run = out.run;
+  set_aside_cyclic_graphs(files, out.notes);
   // Ranks: RANK where set, then host and pid; stable for a given set of files.
   std::stable_sort(files.begin(), files.end(), [](const ProcessFile& a, const ProcessFile& b) {
     const int ra = a.rank.value_or(std::numeric_limits<int>::max());
@@ -260,6 +448,7 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
   std::vector<ProcessIndex> index;
   index.reserve(files.size());
   for (const auto& f : files) index.push_back(index_process(f));
+  classify_shapes(files, index);
 
   // Graph records per (process, graph): node slot, record index; correlation ids per (process, fp).
   struct Group {
@@ -622,6 +811,8 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
     run.variants.push_back(std::move(v));
   }
 
+  set_aside_stray_records(run, out.notes);
+  check_slots(run);
   // --- whole-trace notes ----------------------------------------------------------------------
   for (const auto& f : files) {
     for (const auto& n : f.notes) out.notes.push_back(fmt::format("pid {}: {}", f.pid, n));
@@ -634,8 +825,16 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
   if (files.empty()) out.notes.push_back("no process under the command initialised CUDA: no CUDA work was seen");
   else if (run.variants.empty())
     out.notes.push_back("no CUDA graph was launched: only eager work was seen (see the processes table)");
+  // Every graph repeats the whole-trace notes up to kCopiedNotesBytes: notes of a megabyte copied
+  // into each of a thousand graphs would take a gigabyte; the rest are in the trace's own section.
+  std::size_t copied = 0, copied_bytes = 0;
+  while (copied < out.notes.size() && copied_bytes + out.notes[copied].size() <= kCopiedNotesBytes)
+    copied_bytes += out.notes[copied++].size();
   for (auto& v : run.variants) {
-    v.notes.insert(v.notes.end(), out.notes.begin(), out.notes.end());
+    v.notes.insert(v.notes.end(), out.notes.begin(), out.notes.begin() + static_cast<std::ptrdiff_t>(copied));
+    if (copied < out.notes.size())
+      v.notes.push_back(fmt::format("{} more whole-trace notes: see the traced processes section of report.md",
+                                    out.notes.size() - copied));
     if (!out.clock_text.empty()) v.notes.push_back("clocks: " + out.clock_text);
   }
   return out;
