@@ -31,9 +31,8 @@ void check_model(const tpgraph::TracedRun& traced) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  tpgraph::set_graph_hash_for_testing(size % 2 == 0 ? &weak_hash : [](const tpgraph::tracefile::TracedGraph&) {
-    return std::uint64_t{7};
-  });
+  tpgraph::set_graph_hash_for_testing(
+      size % 2 == 0 ? &weak_hash : [](const tpgraph::tracefile::TracedGraph&) { return std::uint64_t{7}; });
   try {
     auto file = tpgraph::tracefile::parse_process_file(bytes, "fuzz.tpgt");
     std::vector<tpgraph::tracefile::ProcessFile> one;

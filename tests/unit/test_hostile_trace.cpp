@@ -63,7 +63,8 @@ json chain_graph(int n, std::uint32_t exec, std::uint64_t base, const std::strin
   json nodes = json::array();
   json edges = json::array();
   for (int i = 0; i < n; ++i) {
-    nodes.push_back({{"id", base + static_cast<std::uint64_t>(i)}, {"type", "kernel"}, {"name", prefix + std::to_string(i)}});
+    nodes.push_back(
+        {{"id", base + static_cast<std::uint64_t>(i)}, {"type", "kernel"}, {"name", prefix + std::to_string(i)}});
     if (i > 0) edges.push_back(json::array({i - 1, i}));
   }
   return json{{"exec", exec}, {"nodes", nodes}, {"edges", edges}};
@@ -182,17 +183,20 @@ TEST_CASE("hostile trace: a streaming JSON parse of many objects is linear and d
   CHECK_THROWS_AS(parse_json_streaming("[1,", [](int, JsonEvent, json&) { return true; }), json::parse_error);
 }
 
-TEST_CASE("hostile trace: a graph of a million nodes is read, merged and analysed in under 30 s of CPU", "[trace][hostile]") {
+TEST_CASE("hostile trace: a graph of a million nodes is read, merged and analysed in under 30 s of CPU",
+          "[trace][hostile]") {
   constexpr int kNodes = 1'000'000;
   Crafted c;
   // Written by hand: a json value of a million nodes would take longer to build than to read.
   std::string g = "{\"exec\":1,\"nodes\":[";
-  for (int i = 0; i < kNodes; ++i) g += fmt::format("{}{{\"id\":{},\"type\":\"kernel\",\"name\":\"k\"}}", i ? "," : "", 10 + i);
+  for (int i = 0; i < kNodes; ++i)
+    g += fmt::format("{}{{\"id\":{},\"type\":\"kernel\",\"name\":\"k\"}}", i ? "," : "", 10 + i);
   g += "],\"edges\":[";
   for (int i = 1; i < kNodes; ++i) g += fmt::format("{}[{},{}]", i > 1 ? "," : "", i - 1, i);
   g += "]}";
   for (int i = 0; i < kNodes; ++i)
-    c.records.push_back(kernel_record(10 + static_cast<std::uint64_t>(i), 7, 1'000'000 + 100ull * i, 1'000'050 + 100ull * i));
+    c.records.push_back(
+        kernel_record(10 + static_cast<std::uint64_t>(i), 7, 1'000'000 + 100ull * i, 1'000'050 + 100ull * i));
   c.launches.push_back(WireLaunch{7, 1, 1, 2, 0, 0});
   std::string bytes = file_header();
   bytes += chunk(ChunkType::meta, c.meta.dump());

@@ -308,9 +308,7 @@ class RowStream {
   bool operator()(int /*depth*/, JsonEvent event, json& parsed) {
     switch (event) {
       case JsonEvent::object_start:
-      case JsonEvent::array_start:
-        stack_.push_back(Frame{event == JsonEvent::array_start, {}, 0});
-        return true;
+      case JsonEvent::array_start: stack_.push_back(Frame{event == JsonEvent::array_start, {}, 0}); return true;
       case JsonEvent::key: stack_.back().key = parsed.get<std::string>(); return true;
       case JsonEvent::object_end:
       case JsonEvent::array_end: {

@@ -329,7 +329,8 @@ class FileReader {
       info.name = printable(string_field(n, "name"));
       info.bytes = std::max<std::int64_t>(int_field(n, "bytes").value_or(0), 0);
       info.device = device_ordinal(n, "device").value_or(-1);
-      if (info.device < 0 && n.contains("device")) warn_once(fmt::format("node devices outside 0 to {} read as unknown", kMaxDevice));
+      if (info.device < 0 && n.contains("device"))
+        warn_once(fmt::format("node devices outside 0 to {} read as unknown", kMaxDevice));
       // A body node names its owner, which comes before it: bodies are listed after their node.
       if (const auto parent = int_field(n, "parent"); parent && *parent >= 0) {
         if (*parent >= static_cast<std::int64_t>(g.nodes.size()))
