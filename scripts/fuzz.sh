@@ -13,7 +13,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 if [[ "$limit" == -runs=* ]]; then budget=("$limit"); else budget=(-max_total_time="$limit"); fi
-for name in scenario records trace_file; do
+for name in scenario records trace_file trace_collide; do
   scratch="$(mktemp -d)"
   echo "fuzz_$name: ${budget[*]}"
   ./build-fuzz/fuzz_"$name" "${budget[@]}" -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 \

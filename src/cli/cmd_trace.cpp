@@ -216,7 +216,7 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
                                  std::optional<int> replay, OutputSelection selection, const FolderLock* held_lock) {
-  TracedRun traced = merge_traces(read_process_files(from / tracefile::kProcsFolder), options);
+  TracedRun traced = merge_trace_folder(read_process_files(from / tracefile::kProcsFolder), options);
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
   const std::string detail = replay ? render_replay_detail(traced.run, analysis, *replay) : "";

@@ -43,7 +43,7 @@ TEST_CASE("an exec'd image writes a record file of its own and never truncates t
   CHECK(std::filesystem::file_size(first.path()) == first_bytes);  // not truncated
 
   // The reader takes both names: two processes' files, each with its own program.
-  const auto files = read_process_files(procs);
+  const auto files = read_process_files(procs).files;
   REQUIRE(files.size() == 2);
   CHECK(files[0].exe == "/bin/first");
   CHECK(files[1].exe == "/bin/second");

@@ -10,10 +10,15 @@
 #include <set>
 #include <tuple>
 
+#include "core/analysis/device_timeline.hpp"
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
 
 namespace tpgraph {
+
+using timeline_detail::DeviceTimeline;
+using timeline_detail::Segment;
+using timeline_detail::Work;
 
 namespace {
 
@@ -206,79 +211,20 @@ bool RunAnalysis::collection_clean() const {
 
 namespace {
 
-// One recorded interval on a GPU: a node's record in a replay, or a record that fits no node.
-struct Work {
-  std::uint64_t start = 0;
-  std::uint64_t end = 0;
-  int node = -1;    // -1: matches no node
-  int replay = -1;  // -1: outside the replays
-};
-
-// A stretch of time during which a GPU ran recorded work, owned by one interval: the one running
-// then that started first (ties: the order of the intervals, sorted by start, end, replay, node).
-struct Segment {
-  std::uint64_t begin = 0;
-  std::uint64_t end = 0;
-  int node = -1;    // the owner's node; -1: a record that matches no node
-  int replay = -1;  // the owner's replay; -1: outside the replays
-};
-
-struct DeviceTimeline {
-  std::vector<Segment> segments;  // disjoint, in time order; gaps are idle time
-
-  // One sort and one sweep; adjacent stretches of one interval merge. `work` is consumed: only
-  // the segments stay (a trace of ten million records keeps 24 bytes per stretch, not two copies).
-  void build(std::vector<Work> work) {
-    std::sort(work.begin(), work.end(), [](const Work& a, const Work& b) {
-      return std::tie(a.start, a.end, a.replay, a.node) < std::tie(b.start, b.end, b.replay, b.node);
-    });
-    using End = std::pair<std::uint64_t, std::size_t>;
-    std::priority_queue<End, std::vector<End>, std::greater<>> ends;
-    std::set<std::size_t> active;
-    std::size_t i = 0;
-    std::uint64_t t = 0;
-    std::size_t last_owner = std::numeric_limits<std::size_t>::max();
-    while (i < work.size() || !active.empty()) {
-      if (active.empty()) t = work[i].start;
-      for (; i < work.size() && work[i].start <= t; ++i) {
-        if (work[i].end <= t) continue;
-        active.insert(i);
-        ends.emplace(work[i].end, i);
-      }
-      if (active.empty()) continue;
-      std::uint64_t next = ends.top().first;
-      if (i < work.size()) next = std::min(next, work[i].start);
-      const std::size_t owner = *active.begin();
-      if (!segments.empty() && last_owner == owner && segments.back().end == t) {
-        segments.back().end = next;
-      } else {
-        segments.push_back(Segment{t, next, work[owner].node, work[owner].replay});
-        last_owner = owner;
-      }
-      t = next;
-      while (!ends.empty() && ends.top().first <= t) {
-        active.erase(ends.top().second);
-        ends.pop();
-      }
-    }
-    segments.shrink_to_fit();
-  }
-
-  // Index of the first segment ending after t.
-  [[nodiscard]] std::size_t first_ending_after(std::uint64_t t) const {
-    return static_cast<std::size_t>(
-        std::partition_point(segments.begin(), segments.end(), [&](const Segment& s) { return s.end <= t; }) -
-        segments.begin());
-  }
-};
-
 // Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest. `busy` gets the
-// contention in ns, exactly.
+// contention in ns, exactly. Without `occupants` only the contention and idle time, from the
+// running sums: `hi` is the node's start, so none of its own segments falls in the wait.
 WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi,
-                     std::uint64_t& busy) {
+                     std::uint64_t& busy, bool occupants) {
   WaitParts parts;
   busy = 0;
   if (hi <= lo) return parts;
+  if (!occupants) {
+    busy = d.busy_within(lo, hi);
+    parts.contention_us = static_cast<double>(busy) / 1000.0;
+    parts.idle_us = static_cast<double>(hi - lo - busy) / 1000.0;
+    return parts;
+  }
   std::vector<std::pair<Occupant, std::uint64_t>> seen;
   for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
     const Segment& s = d.segments[k];
@@ -306,9 +252,13 @@ WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_
   return parts;
 }
 
-// The critical path of one replay (the rule is in timeline.hpp).
+// The critical path of one replay (the rule is in timeline.hpp). Without `detail` (a replay whose
+// path only enters the summaries) a wait's links are its contention and its idle time as two
+// totals, found from the running sums and that replay's own segments: the walk through other
+// replays' records, one by one, would make a long run quadratic.
 std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeTiming>& nodes, int replay,
-                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices) {
+                                    const ReplayTimeline& rt, const std::map<int, DeviceTimeline>& devices,
+                                    bool detail) {
   std::vector<PathLink> links;  // collected backwards
   if (!rt.present) return links;
   const auto add = [&](PathLinkKind kind, int node, std::uint64_t lo, std::uint64_t hi, int held, int occupant) {
@@ -340,7 +290,24 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
     const std::uint64_t lo = std::max(n.ready_ns, begin);
     int next = -1;
     const auto dit = devices.find(g.nodes[ci].device);
-    while (t > lo && dit != devices.end()) {
+    const auto leads = [&](const Segment& s) {
+      return s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
+             nodes[static_cast<std::size_t>(s.node)].recorded;
+    };
+    if (!detail && t > lo && dit != devices.end()) {
+      const DeviceTimeline& d = dit->second;
+      const std::size_t k = d.latest_of_replay(replay, lo, t, leads);
+      const std::uint64_t from = k < d.segments.size() ? std::min(d.segments[k].end, t) : lo;
+      const std::uint64_t busy = d.busy_within(from, t);
+      add(PathLinkKind::contention, cur, from, from + busy, -1, -1);
+      add(PathLinkKind::idle, cur, from + busy, t, -1, -1);
+      t = from;
+      if (k < d.segments.size()) {
+        next = d.segments[k].node;
+        held = cur;
+      }
+    }
+    while (detail && t > lo && dit != devices.end()) {
       const DeviceTimeline& d = dit->second;
       const auto k = static_cast<std::size_t>(
           std::partition_point(d.segments.begin(), d.segments.end(), [&](const Segment& s) { return s.begin < t; }) -
@@ -352,8 +319,7 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
         continue;
       }
       const Segment& s = d.segments[k - 1];
-      if (s.replay == replay && s.node >= 0 && s.node != cur && !visited[static_cast<std::size_t>(s.node)] &&
-          nodes[static_cast<std::size_t>(s.node)].recorded) {
+      if (leads(s)) {
         next = s.node;  // it held the GPU while `cur` waited: the path runs through it
         held = cur;
         break;
@@ -416,7 +382,8 @@ class ReplayAnalyzer {
   }
 
   // Fills `nodes` (resized to the graph) and `rt` for replay r; the critical path only when asked.
-  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path) const {
+  // With `detail` the waits' occupants and the path's links one by one, else their totals.
+  void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path, bool detail) const {
     const auto R = static_cast<std::size_t>(out_.ranks);
     nodes.assign(node_count_, NodeTiming{});
     for (std::size_t n = 0; n < node_count_; ++n) {
@@ -462,7 +429,7 @@ class ReplayAnalyzer {
         t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
         const auto dit = devices_.find(g_.nodes[n].device);
         if (dit != devices_.end())
-          t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n]);
+          t.parts = split_wait(dit->second, id, static_cast<int>(r), t.ready_ns, t.start_ns, contention_ns_[n], detail);
         // Arrival: the other rank's predecessor ended after this node's own chain had.
         const int rank = g_.nodes[n].rank;
         if (from >= 0 && g_.nodes[static_cast<std::size_t>(from)].rank != rank) {
@@ -553,7 +520,7 @@ class ReplayAnalyzer {
     }
     rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
     if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
-    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
   }
 
  private:
@@ -671,7 +638,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   std::vector<NodeTiming> nodes;
   for (std::size_t r = 0; r < N; ++r) {
     ReplayTimeline& rt = out.replays[r];
-    analyzer.analyze(r, nodes, rt, true);
+    analyzer.analyze(r, nodes, rt, true, r < detail);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
     for (std::size_t n = 0; n < node_count; ++n) {
       const NodeTiming& t = nodes[n];
@@ -896,7 +863,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const int r : needed) {
       if (r < 0 || out.has_detail(r)) continue;
       const auto ri = static_cast<std::size_t>(r);
-      analyzer.analyze(ri, nodes, scratch, true);
+      analyzer.analyze(ri, nodes, scratch, true, true);
       out.timings[ri] = nodes;
       out.replays[ri].critical_path = std::move(scratch.critical_path);
     }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/base/error.hpp"
 
@@ -30,7 +31,107 @@ class FileDescriptor {
   int fd_;
 };
 
+// nlohmann's SAX interface building the document, with the callback deciding what stays. A
+// dropped value is removed from its parent at once (the last element of an array, or the member
+// just read), so every event costs O(1) (O(log n) for an object's member).
+class StreamingDom {
+ public:
+  using json = nlohmann::json;
+  explicit StreamingDom(const JsonStreamCallback& on_event) : on_event_(on_event) {}
+
+  bool null() { return scalar(json(nullptr)); }
+  bool boolean(bool v) { return scalar(json(v)); }
+  bool number_integer(json::number_integer_t v) { return scalar(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return scalar(json(v)); }
+  bool string(json::string_t& v) { return scalar(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return scalar(json::binary(std::move(v))); }
+  bool start_object(std::size_t /*elements*/) { return open(json::object(), JsonEvent::object_start); }
+  bool start_array(std::size_t /*elements*/) { return open(json::array(), JsonEvent::array_start); }
+  bool key(json::string_t& k) {
+    frames_.back().key = k;
+    json parsed(k);
+    on_event_(depth(), JsonEvent::key, parsed);
+    return true;
+  }
+  bool end_object() { return close(JsonEvent::object_end); }
+  bool end_array() { return close(JsonEvent::array_end); }
+  template <class Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const Exception& e) {
+    throw e;
+  }
+
+  json take() { return std::move(root_); }
+
+ private:
+  struct Frame {
+    json* value = nullptr;
+    std::string key;  // an object's member being read
+  };
+
+  [[nodiscard]] int depth() const { return static_cast<int>(frames_.size()); }
+
+  json* place(json&& v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& parent = frames_.back();
+    if (parent.value->is_array()) {
+      parent.value->push_back(std::move(v));
+      return &parent.value->back();
+    }
+    json& slot = (*parent.value)[parent.key];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  // Removes what place() put last.
+  void drop() {
+    if (frames_.empty()) {
+      root_ = json(json::value_t::discarded);
+      return;
+    }
+    Frame& parent = frames_.back();
+    if (parent.value->is_array()) {
+      parent.value->get_ref<json::array_t&>().pop_back();
+    } else {
+      parent.value->erase(parent.key);
+    }
+  }
+
+  bool scalar(json&& v) {
+    if (on_event_(depth(), JsonEvent::value, v)) place(std::move(v));
+    return true;
+  }
+
+  bool open(json&& empty, JsonEvent event) {
+    json ignored(json::value_t::discarded);
+    on_event_(depth(), event, ignored);
+    frames_.push_back(Frame{place(std::move(empty)), {}});
+    return true;
+  }
+
+  bool close(JsonEvent event) {
+    json& done = *frames_.back().value;
+    const bool keep = on_event_(depth() - 1, event, done);
+    frames_.pop_back();
+    if (!keep) drop();
+    return true;
+  }
+
+  const JsonStreamCallback& on_event_;
+  json root_;
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
+
+nlohmann::json parse_json_streaming(std::string_view text, const JsonStreamCallback& on_event) {
+  StreamingDom dom(on_event);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &dom);
+  return dom.take();
+}
 
 std::string read_regular_file(const std::filesystem::path& path, std::string_view what, std::uint64_t max_bytes) {
   const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));

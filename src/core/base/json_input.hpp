@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -26,6 +27,18 @@ inline constexpr std::size_t kMaxJsonDepth = 32;
 // or object opens more than `max_depth` levels deep. Strings are skipped, so brackets inside them
 // do not count. Linear in the text, no allocation.
 void check_json_depth(std::string_view text, std::string_view origin, std::size_t max_depth = kMaxJsonDepth);
+
+// The event a streaming parse reports: a container opening or closing, a member's key, a scalar.
+enum class JsonEvent { object_start, object_end, array_start, array_end, key, value };
+// Called for every event with the value's depth (0: the document); at object_end, array_end and
+// value, returning false drops the value just completed from the document (its parent never holds
+// it), the return value of the other events is not used.
+using JsonStreamCallback = std::function<bool(int depth, JsonEvent event, nlohmann::json& parsed)>;
+// Parses `text` into a document, calling `on_event` as nlohmann's parser callback would, in time
+// linear in the text: nlohmann's own callback parser looks for a dropped value by scanning the
+// parent container at every object's end, which makes an array of objects quadratic. Invalid JSON
+// throws nlohmann::json::parse_error. Bound the nesting first (check_json_depth).
+[[nodiscard]] nlohmann::json parse_json_streaming(std::string_view text, const JsonStreamCallback& on_event);
 
 // For messages: `text` with control characters, quotes and backslashes escaped (\n, \u001b), cut
 // to about `max_chars` bytes (at a UTF-8 boundary) with "..." when longer; quoted_excerpt puts it

@@ -82,17 +82,6 @@ std::int64_t host_memory_for_check(const Geometry& g) {
   return weights + routing + planes;
 }
 
-std::int64_t available_host_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return -1;
-}
-
 void check_host_memory_fits(std::int64_t needed, std::int64_t available, std::string_view what) {
   if (available >= 0 && needed > available) {
     throw InputError(

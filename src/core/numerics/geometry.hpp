@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/host_memory.hpp"  // available_host_memory(), which the memory checks take
+
 namespace tpgraph {
 
 struct Geometry {
@@ -56,8 +58,6 @@ void check_memory_fits(std::int64_t needed, std::int64_t available, int device);
 // Host memory `tpgraph check` builds before it touches a GPU: every rank's weights (NVFP4, as on
 // the device), the routing's per-pair arrays, the layer input and the outputs it compares.
 [[nodiscard]] std::int64_t host_memory_for_check(const Geometry& g);
-// The kernel's MemAvailable (bytes); -1 when it cannot be read.
-[[nodiscard]] std::int64_t available_host_memory();
 // Throws InputError when `needed` bytes exceed `available` (unless available < 0, unknown).
 void check_host_memory_fits(std::int64_t needed, std::int64_t available, std::string_view what);
 

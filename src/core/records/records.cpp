@@ -1,5 +1,6 @@
 #include "core/records/records.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <ostream>
 #include <unordered_set>
@@ -37,5 +38,22 @@ RecordName::RecordName(std::string_view text) {
 std::ostream& operator<<(std::ostream& out, const RecordName& name) { return out << name.str(); }
 
 const std::string& RecordName::str() const { return text_ != nullptr ? *text_ : empty_text(); }
+
+std::optional<StartWindow> body_of_records(std::vector<std::uint64_t> starts) {
+  if (starts.empty()) return std::nullopt;
+  std::sort(starts.begin(), starts.end());
+  StartWindow best{starts[0], starts[0]};
+  std::size_t best_count = 0;
+  std::size_t from = 0;
+  for (std::size_t i = 1; i <= starts.size(); ++i) {
+    if (i < starts.size() && starts[i] - starts[i - 1] <= kStrayRecordNs) continue;
+    if (i - from > best_count) {
+      best_count = i - from;
+      best = StartWindow{starts[from], starts[i - 1]};
+    }
+    from = i;
+  }
+  return best;
+}
 
 }  // namespace tpgraph

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,5 +85,33 @@ struct HostCosts {
   // launches): the host time of each launch call. Empty: not measured.
   std::vector<double> queued_launch_us;
 };
+
+// A run's records hold about one record per kernel node per replay; the analysis keeps a slot
+// (~50 bytes) per (replay, node). More slots than a few per record and per node the input holds
+// (plus a floor for small runs) mean a replay count the input cannot fill: a hostile file asking
+// for gigabytes with a few bytes (a records.json's scenario.replays, a trace's launches of a wide
+// graph). Nodes that leave no record (events) count per node.
+inline constexpr std::uint64_t kSlotsPerRecord = 4;
+inline constexpr std::uint64_t kSlotsPerNode = 16;
+inline constexpr std::uint64_t kSlotFloor = 1 << 20;
+
+// A record this far from the body of a trace's records is not from the run: the trace's time base
+// is the earliest record, and one stray record at t = 1 ns would push every timestamp out of a
+// double's precision.
+inline constexpr std::uint64_t kStrayRecordNs = 3'600'000'000'000ULL;  // one hour
+
+// The body of a trace's records in time: the start times are split wherever two consecutive ones
+// (in time order) lie more than kStrayRecordNs apart, and the group holding the most is the body
+// (the earliest of equal ones). Its first and last start; nullopt when `starts` is empty. A stray
+// record cannot stretch the body: it is a group of its own. O(n log n).
+struct StartWindow {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  // A start further than kStrayRecordNs outside the window.
+  [[nodiscard]] bool stray(std::uint64_t start) const {
+    return (start < first && first - start > kStrayRecordNs) || (start > last && start - last > kStrayRecordNs);
+  }
+};
+[[nodiscard]] std::optional<StartWindow> body_of_records(std::vector<std::uint64_t> starts);
 
 }  // namespace tpgraph

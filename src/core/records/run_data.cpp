@@ -40,16 +40,6 @@ constexpr std::array<std::string_view, 12> kRecordColumns = {"replay", "node",  
                                                              "end_ns", "device",     "stream", "correlation",
                                                              "graph",  "graph_node", "bytes",  "name"};
 
-// A records file holds about one record per kernel node per replay; the analysis keeps a slot
-// (~50 bytes) per (replay, node). More slots than a few per record and per node the file holds
-// (plus a floor for small runs) mean a scenario.replays that the file cannot fill: a hostile file
-// asking for gigabytes with a few bytes. Nodes that leave no record (events) count per node.
-constexpr std::uint64_t kSlotsPerRecord = 4;
-constexpr std::uint64_t kSlotsPerNode = 16;
-constexpr std::uint64_t kSlotFloor = 1 << 20;
-// A record this far outside the replays' records is not from the run (the trace's time base is
-// the earliest record, so a stray one would push every timestamp out of a double's precision).
-constexpr std::uint64_t kStrayRecordNs = 3'600'000'000'000ULL;  // one hour
 // Bytes of one node or one copy: a tebibyte, far above any GPU's memory, far enough below 2^63
 // that the writers' sums over nodes stay in range.
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
@@ -314,27 +304,25 @@ class RowStream {
  public:
   explicit RowStream(std::string origin) : origin_(std::move(origin)) {}
 
-  // nlohmann's parser callback: `false` drops the value just parsed from the document.
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+  // parse_json_streaming's callback: `false` drops the value just parsed from the document.
+  bool operator()(int /*depth*/, JsonEvent event, json& parsed) {
     switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        stack_.push_back(Frame{event == json::parse_event_t::array_start, {}, 0});
-        return true;
-      case json::parse_event_t::key: stack_.back().key = parsed.get<std::string>(); return true;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end: {
+      case JsonEvent::object_start:
+      case JsonEvent::array_start: stack_.push_back(Frame{event == JsonEvent::array_start, {}, 0}); return true;
+      case JsonEvent::key: stack_.back().key = parsed.get<std::string>(); return true;
+      case JsonEvent::object_end:
+      case JsonEvent::array_end: {
         stack_.pop_back();
         bool keep = true;
         if (in_rows()) {
-          if (event == json::parse_event_t::object_end) fail_not_a_row();
+          if (event == JsonEvent::object_end) fail_not_a_row();
           take_row(parsed);
           keep = false;
         }
         next_element();
         return keep;
       }
-      case json::parse_event_t::value:
+      case JsonEvent::value:
         if (in_rows()) fail_not_a_row();
         next_element();
         return true;
@@ -561,27 +549,28 @@ VariantRun variant_from_json(const Reader& r, RowStream& stream, std::size_t ind
 bool timestamped(const ActivityRecord& a) { return a.start_ns != 0 && a.end_ns >= a.start_ns; }
 
 // The trace's time base is the run's earliest record: one from far outside the replays would move
-// it. Refuses a timestamped record more than kStrayRecordNs before or after the records of the
-// replays (those with a replay index in range and a node).
+// it. Refuses a timestamped record more than kStrayRecordNs outside the body of the replays'
+// records (those with a replay index in range and a node; body_of_records), so a stray record
+// given a replay and a node cannot widen the window it is judged by.
 void check_stray_records(const RunData& run, const Reader& variants) {
-  std::uint64_t lo = std::numeric_limits<std::uint64_t>::max();
-  std::uint64_t hi = 0;
+  std::vector<std::uint64_t> starts;
   for (const auto& v : run.variants) {
     for (const auto& a : v.records) {
       if (!timestamped(a) || a.node < 0 || a.replay < 0 || a.replay >= v.scenario.replays) continue;
-      lo = std::min(lo, a.start_ns);
-      hi = std::max(hi, a.end_ns);
+      starts.push_back(a.start_ns);
     }
   }
-  if (hi == 0) return;  // no record in a replay: nothing to be far from
+  const auto body = body_of_records(std::move(starts));
+  if (!body) return;  // no record in a replay: nothing to be far from
+  const std::uint64_t lo = body->first;
+  const std::uint64_t hi = body->last;
   for (std::size_t i = 0; i < run.variants.size(); ++i) {
     const auto& records = run.variants[i].records;
     for (std::size_t k = 0; k < records.size(); ++k) {
       const ActivityRecord& a = records[k];
       if (!timestamped(a)) continue;
-      const bool before = a.start_ns < lo && lo - a.start_ns > kStrayRecordNs;
-      const bool after = a.start_ns > hi && a.start_ns - hi > kStrayRecordNs;
-      if (before || after)
+      const bool before = a.start_ns < lo;
+      if (body->stray(a.start_ns))
         variants.at(i).at("records").at("rows").fail_at(
             fmt::format("[{}]", k),
             fmt::format(
@@ -626,7 +615,7 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   json doc;
   RowStream stream{std::string(origin)};
   try {
-    doc = json::parse(json_text.begin(), json_text.end(), std::ref(stream));
+    doc = parse_json_streaming(json_text, std::ref(stream));
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON (byte {}): a corrupt or truncated records file", origin, e.byte));
   } catch (const json::exception& e) {

@@ -12,6 +12,8 @@
 #include <unordered_set>
 
 #include "core/base/error.hpp"
+#include "core/base/json_input.hpp"
+#include "core/model/scenario.hpp"  // kMaxDevice
 
 namespace tpgraph::tracefile {
 
@@ -38,11 +40,16 @@ std::string array_chunk(ChunkType type, const std::vector<Wire>& items) {
 
 // JSON text of a chunk; a payload that is not a JSON object is reported by the caller.
 std::optional<json> parse_object(std::string_view payload) {
-  // A depth-limited parse: the callback refuses values nested deeper than any chunk we write, so a
-  // hostile file cannot make the parser (or a later dump) recurse without bound.
-  constexpr int kMaxDepth = 16;
-  const json::parser_callback_t limit = [](int depth, json::parse_event_t, json&) { return depth <= kMaxDepth; };
-  json j = json::parse(payload.begin(), payload.end(), limit, /*allow_exceptions=*/false);
+  // Nesting deeper than any chunk we write is refused by a linear scan first, so a hostile file
+  // cannot make a later walk of the value (a dump, its destruction) recurse without bound. No parser
+  // callback: nlohmann's callback parser is quadratic in an array of objects (a graph's nodes).
+  constexpr std::size_t kMaxDepth = 16;
+  try {
+    check_json_depth(payload, "chunk", kMaxDepth);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  json j = json::parse(payload.begin(), payload.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
 }
@@ -68,6 +75,13 @@ std::optional<int> small_int(const json& j, const char* key) {
   const auto v = int_field(j, key);
   if (!v || *v < 0 || *v > std::numeric_limits<int>::max()) return std::nullopt;
   return static_cast<int>(*v);
+}
+
+// A device ordinal: a GPU index 0 to kMaxDevice as records.json accepts, so no per-process table
+// indexed by ordinal can be sized by a hostile value; nullopt when absent or out of range.
+std::optional<int> device_ordinal(const json& j, const char* key) {
+  const auto v = small_int(j, key);
+  return v && *v <= kMaxDevice ? v : std::nullopt;
 }
 
 // RANK and friends arrive as strings from the environment.
@@ -264,7 +278,10 @@ class FileReader {
     const auto j = parse_object(payload);
     if (!j) return warn_once("a device chunk is not a JSON object (skipped)");
     TracedDevice d;
-    d.ordinal = small_int(*j, "ordinal").value_or(0);
+    const auto ordinal = device_ordinal(*j, "ordinal");
+    if (!ordinal && j->contains("ordinal"))
+      return warn_once(fmt::format("a device chunk with an ordinal outside 0 to {} (skipped)", kMaxDevice));
+    d.ordinal = ordinal.value_or(0);
     d.name = printable(string_field(*j, "name"));
     d.uuid = printable(string_field(*j, "uuid"));
     d.pci_bus_id = printable(string_field(*j, "pci_bus_id"));
@@ -311,7 +328,9 @@ class FileReader {
       if (!known_node_type(info.type)) info.type = "other";
       info.name = printable(string_field(n, "name"));
       info.bytes = std::max<std::int64_t>(int_field(n, "bytes").value_or(0), 0);
-      info.device = small_int(n, "device").value_or(-1);
+      info.device = device_ordinal(n, "device").value_or(-1);
+      if (info.device < 0 && n.contains("device"))
+        warn_once(fmt::format("node devices outside 0 to {} read as unknown", kMaxDevice));
       // A body node names its owner, which comes before it: bodies are listed after their node.
       if (const auto parent = int_field(n, "parent"); parent && *parent >= 0) {
         if (*parent >= static_cast<std::int64_t>(g.nodes.size()))
@@ -393,7 +412,11 @@ class FileReader {
       a.kind = static_cast<ActivityKind>(w.kind);
       a.start_ns = w.start_ns;
       a.end_ns = w.end_ns;
-      a.device = w.device > 4096 ? std::int16_t{-1} : static_cast<std::int16_t>(w.device);
+      a.device = static_cast<std::int16_t>(w.device);
+      if (w.device > static_cast<std::uint32_t>(kMaxDevice)) {
+        warn_once(fmt::format("record devices outside 0 to {} read as unknown", kMaxDevice));
+        a.device = -1;
+      }
       a.stream_id = w.stream_id;
       a.correlation_id = w.correlation_id;
       a.graph_id = w.graph_id;
@@ -470,13 +493,15 @@ ProcessFile parse_process_file(std::string_view bytes, std::string_view origin) 
   return FileReader(bytes, origin).read();
 }
 
-ProcessFile read_process_file(const std::string& path) {
+ProcessFile read_process_file(const std::string& path_bytes) {
+  // The file's name as every message and output carries it: a name is the traced program's too.
+  const std::string path = printable(path_bytes);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::is_regular_file(path_bytes, ec))
     throw InputError(fmt::format("{}: not a regular file (a trace record file is expected)", path));
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path_bytes, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot be opened", path));
-  const auto size = std::filesystem::file_size(path, ec);
+  const auto size = std::filesystem::file_size(path_bytes, ec);
   if (ec) throw InputError(fmt::format("{}: its size cannot be read: {}", path, ec.message()));
   std::string bytes(static_cast<std::size_t>(size), '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(size));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "core/base/stats.hpp"
 #include "core/numerics/geometry.hpp"
 #include "core/records/record_join.hpp"
+#include "core/records/trace_folder.hpp"
 
 namespace tpgraph {
 
@@ -45,7 +47,8 @@ bool is_collective(std::string_view name) {
   return lower.find("nccl") != std::string::npos;
 }
 
-// FNV-1a over the graph's shape: node types and names in node order, then the sorted edges.
+// FNV-1a over the graph's shape: node types and names in node order, then the sorted edges. Only
+// a bucket key: graphs are grouped on their full shape (same_shape).
 std::uint64_t fingerprint(const TracedGraph& g) {
   std::uint64_t h = 1469598103934665603ull;
   const auto mix = [&](std::string_view s) {
@@ -67,6 +70,18 @@ std::uint64_t fingerprint(const TracedGraph& g) {
   return h;
 }
 
+GraphHash graph_hash = &fingerprint;
+
+// The shape the merge relies on when it lays one process's records onto another's graph: the node
+// count, every node's type and name, and the edges.
+bool same_shape(const TracedGraph& a, const std::vector<std::pair<int, int>>& a_edges, const TracedGraph& b,
+                const std::vector<std::pair<int, int>>& b_edges) {
+  if (a.nodes.size() != b.nodes.size() || a_edges != b_edges) return false;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i)
+    if (a.nodes[i].type != b.nodes[i].type || a.nodes[i].name != b.nodes[i].name) return false;
+  return true;
+}
+
 std::string host_key(const ProcessFile& p) { return p.boot_id.empty() ? p.host : p.boot_id; }
 
 // Where a graph record of one process goes: (graph index in the file, node index).
@@ -78,7 +93,9 @@ struct Slot {
 struct ProcessIndex {
   NodeResolver resolver;  // instantiated (or captured) node id -> slot index
   std::vector<Slot> slots;
-  std::vector<std::uint64_t> graph_fingerprint;  // [graph]
+  // [graph] its shape class: graphs of one class have the same shape (same_shape), so one's node
+  // indices are valid in every other's. Named for the fingerprint, which only buckets the classes.
+  std::vector<std::uint64_t> graph_fingerprint;
 };
 
 ProcessIndex index_process(const ProcessFile& p) {
@@ -86,7 +103,7 @@ ProcessIndex index_process(const ProcessFile& p) {
   ix.graph_fingerprint.reserve(p.graphs.size());
   for (std::size_t g = 0; g < p.graphs.size(); ++g) {
     const TracedGraph& graph = p.graphs[g];
-    ix.graph_fingerprint.push_back(fingerprint(graph));
+    ix.graph_fingerprint.push_back(0);  // set by classify_shapes
     const auto base = static_cast<int>(ix.slots.size());
     for (std::size_t i = 0; i < graph.nodes.size(); ++i)
       ix.slots.push_back(Slot{static_cast<int>(g), static_cast<int>(i)});
@@ -99,6 +116,35 @@ ProcessIndex index_process(const ProcessFile& p) {
   return ix;
 }
 
+// Gives every graph of every process its shape class: graphs whose hash collides but whose shapes
+// differ get classes of their own, so a collision can never lay one graph's records on another.
+void classify_shapes(const std::vector<ProcessFile>& files, std::vector<ProcessIndex>& index) {
+  struct Shape {
+    const TracedGraph* graph;
+    std::vector<std::pair<int, int>> edges;  // sorted
+  };
+  std::vector<Shape> shapes;
+  std::unordered_multimap<std::uint64_t, std::size_t> bucket;  // hash -> shapes
+  for (std::size_t p = 0; p < files.size(); ++p)
+    for (std::size_t g = 0; g < files[p].graphs.size(); ++g) {
+      const TracedGraph& graph = files[p].graphs[g];
+      auto edges = graph.edges;
+      std::sort(edges.begin(), edges.end());
+      const std::uint64_t h = graph_hash(graph);
+      std::size_t cls = shapes.size();
+      for (auto [it, end] = bucket.equal_range(h); it != end; ++it)
+        if (same_shape(*shapes[it->second].graph, shapes[it->second].edges, graph, edges)) {
+          cls = it->second;
+          break;
+        }
+      if (cls == shapes.size()) {
+        shapes.push_back(Shape{&graph, std::move(edges)});
+        bucket.emplace(h, cls);
+      }
+      index[p].graph_fingerprint[g] = cls;
+    }
+}
+
 std::string iso8601(std::uint64_t realtime_ns) {
   const auto secs = static_cast<std::time_t>(realtime_ns / 1000000000ull);
   std::tm tm{};
@@ -109,6 +155,8 @@ std::string iso8601(std::uint64_t realtime_ns) {
 }
 
 }  // namespace
+
+void set_graph_hash_for_testing(GraphHash hash) { graph_hash = hash != nullptr ? hash : &fingerprint; }
 
 std::string short_kernel_name(std::string_view demangled) {
   std::string_view s = demangled;
@@ -147,52 +195,10 @@ std::string short_kernel_name(std::string_view demangled) {
   return clean.empty() ? std::string("kernel") : clean;
 }
 
-bool is_trace_folder(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_directory(dir / tracefile::kProcsFolder, ec) && !fs::exists(dir / "records.json", ec);
-}
-
-std::vector<ProcessFile> read_process_files(const fs::path& procs_dir) {
-  std::error_code ec;
-  if (!fs::is_directory(procs_dir, ec))
-    throw InputError(fmt::format("{}: not a folder of trace record files", procs_dir.string()));
-  std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(procs_dir, ec)) {
-    if (entry.path().extension() == tracefile::kSuffix && entry.is_regular_file(ec)) paths.push_back(entry.path());
-  }
-  if (ec) throw InputError(fmt::format("{}: cannot be listed: {}", procs_dir.string(), ec.message()));
-  std::sort(paths.begin(), paths.end());
-  std::int64_t file_bytes = 0;
-  for (const auto& p : paths) {
-    const auto size = fs::file_size(p, ec);
-    if (!ec) file_bytes += static_cast<std::int64_t>(std::min<std::uintmax_t>(size, std::uintmax_t{1} << 52));
-  }
-  check_trace_analysis_fits(procs_dir, static_cast<int>(paths.size()), file_bytes, available_host_memory());
-  std::vector<ProcessFile> out;
-  out.reserve(paths.size());
-  for (const auto& p : paths) out.push_back(tracefile::read_process_file(p.string()));
-  return out;
-}
-
-std::int64_t trace_analysis_memory(std::int64_t file_bytes) {
-  constexpr std::int64_t kProcess = std::int64_t{256} << 20;
-  return file_bytes / 2 * 7 + kProcess;  // 3.5x the files
-}
-
-void check_trace_analysis_fits(const fs::path& procs_dir, int files, std::int64_t file_bytes, std::int64_t available) {
-  const std::int64_t needed = trace_analysis_memory(file_bytes);
-  if (available < 0 || needed <= available) return;
-  throw InputError(
-      fmt::format("{}: {} record file{} of {} in all; analysing them takes about {} of host memory and {} is "
-                  "available; accepted: record files whose analysis fits in memory (analyze the trace folder on "
-                  "a machine with more, or trace fewer replays)",
-                  procs_dir.string(), files, files == 1 ? "" : "s", format_bytes(file_bytes), format_bytes(needed),
-                  format_bytes(available)));
-}
-
 TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& options) {
   TracedRun out;
   RunData& run = out.run;
+  trace_folder::set_aside_cyclic_graphs(files, out.notes);
   // Ranks: RANK where set, then host and pid; stable for a given set of files.
   std::stable_sort(files.begin(), files.end(), [](const ProcessFile& a, const ProcessFile& b) {
     const int ra = a.rank.value_or(std::numeric_limits<int>::max());
@@ -260,6 +266,7 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
   std::vector<ProcessIndex> index;
   index.reserve(files.size());
   for (const auto& f : files) index.push_back(index_process(f));
+  classify_shapes(files, index);
 
   // Graph records per (process, graph): node slot, record index; correlation ids per (process, fp).
   struct Group {
@@ -622,6 +629,7 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
     run.variants.push_back(std::move(v));
   }
 
+  trace_folder::check_merged(run, out.notes);
   // --- whole-trace notes ----------------------------------------------------------------------
   for (const auto& f : files) {
     for (const auto& n : f.notes) out.notes.push_back(fmt::format("pid {}: {}", f.pid, n));
@@ -634,41 +642,7 @@ TracedRun merge_traces(std::vector<ProcessFile> files, const TraceMergeOptions& 
   if (files.empty()) out.notes.push_back("no process under the command initialised CUDA: no CUDA work was seen");
   else if (run.variants.empty())
     out.notes.push_back("no CUDA graph was launched: only eager work was seen (see the processes table)");
-  for (auto& v : run.variants) {
-    v.notes.insert(v.notes.end(), out.notes.begin(), out.notes.end());
-    if (!out.clock_text.empty()) v.notes.push_back("clocks: " + out.clock_text);
-  }
-  return out;
-}
-
-std::string render_trace_summary(const TracedRun& t) {
-  std::string out = "## Traced processes\n\n";
-  out +=
-      "| process | host | RANK | GPUs | file | records | graph / eager | eager busy µs | graphs | launches | dropped | unmatched |\n";
-  out += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-  for (const auto& p : t.processes) {
-    std::string uuids;
-    for (const auto& u : p.device_uuids) uuids += (uuids.empty() ? "" : " ") + (u.size() > 12 ? u.substr(0, 12) : u);
-    out += fmt::format("| pid {} | {} | {} | {} | {} | {} | {} / {} | {:.1f} | {} | {} | {} | {} |\n", p.pid, p.host,
-                       p.rank ? std::to_string(*p.rank) : "-", uuids.empty() ? "-" : uuids,
-                       p.complete ? "complete" : "TRUNCATED", p.records, p.graph_records, p.eager_records,
-                       p.eager_busy_us, p.graphs, p.launches, p.dropped, p.unmatched);
-  }
-  out += "\n";
-  if (!t.clock_text.empty()) out += fmt::format("Clocks: {}.\n\n", t.clock_text);
-  if (!t.collectives.empty()) {
-    out +=
-        "## Collectives\n\n| graph | kernel | node | arrival skew per rank (µs) | transfer µs |\n| --- | --- | --- | --- | --- |\n";
-    for (const auto& c : t.collectives) {
-      std::string skew;
-      for (std::size_t k = 0; k < c.arrival_skew_us.size(); ++k)
-        skew += fmt::format("{}r{} {:.1f}", k ? ", " : "", k, c.arrival_skew_us[k]);
-      out += fmt::format("| {} | {} | {} | {} | {:.1f} |\n", c.variant, short_kernel_name(c.name), c.node_index, skew,
-                         c.transfer_us);
-    }
-    out += "\n";
-  }
-  for (const auto& n : t.notes) out += fmt::format("- {}\n", n);
+  trace_folder::copy_notes_into_graphs(out);
   return out;
 }
 

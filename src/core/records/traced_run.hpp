@@ -1,9 +1,9 @@
 // From the record files of a traced program (`tpgraph trace`, one file per process) to the model the
 // timeline analysis reads: a RunData whose variants are the program's graphs. GPU-free.
 //
-// How processes become ranks: graphs are matched across processes by fingerprint (node types and
+// How processes become ranks: graphs are matched across processes by shape (node types and
 // kernel names in node order, and the edges), and launches by ordinal (the k-th launch of that graph
-// in each process). One variant per fingerprint; its ranks are the processes that launched it, in
+// in each process). One variant per shape; its ranks are the processes that launched it, in
 // RANK order (else pid order), and its graph is the disjoint union of each process's copy, node
 // labels prefixed "r<rank>.". Replay k is every process's k-th launch. A process that launches two
 // executables of one graph has their launches ordered by correlation id (launch order).
@@ -68,8 +68,18 @@ struct TracedRun {
   std::string clock_text;          // how the processes were put on one time base
 };
 
-// Reads every *.tpgt file in `procs_dir` (sorted by name). InputError when none can be read.
-[[nodiscard]] std::vector<tracefile::ProcessFile> read_process_files(const std::filesystem::path& procs_dir);
+// A trace folder's record files as read, and what was set aside: an entry named *.tpgt that is not
+// a regular file (a symbolic link to nothing, a folder, a FIFO, a device), or a file that is empty or
+// holds part of the header alone (a process killed at start), each named in a note.
+struct TraceFolder {
+  std::vector<tracefile::ProcessFile> files;
+  std::vector<std::string> notes;
+};
+
+// Reads every *.tpgt file in `procs_dir` (sorted by name). InputError, naming the file, for one that
+// is not a record file (another file's bytes), or has records but no meta chunk (no host or pid to
+// place them).
+[[nodiscard]] TraceFolder read_process_files(const std::filesystem::path& procs_dir);
 
 // Host memory the analysis of record files holding `file_bytes` in all takes at its peak: the
 // records (64 bytes each, about 56 on disk), one sample per node and replay, the writers' buffers
@@ -83,6 +93,14 @@ void check_trace_analysis_fits(const std::filesystem::path& procs_dir, int files
 // Merges the files into one model. InputError when files of several hosts are given with
 // ClockPolicy::same_host, or when alignment finds no collective to align on.
 [[nodiscard]] TracedRun merge_traces(std::vector<tracefile::ProcessFile> files, const TraceMergeOptions& options);
+// The same for a folder: its notes join the whole-trace findings.
+[[nodiscard]] TracedRun merge_trace_folder(TraceFolder folder, const TraceMergeOptions& options);
+
+// The hash that buckets graphs by shape before they are compared in full. A test hook: a fuzz
+// harness or a unit test makes every graph collide to show that grouping does not rest on it;
+// nullptr restores the fingerprint. Not thread-safe; set it before merging.
+using GraphHash = std::uint64_t (*)(const tracefile::TracedGraph&);
+void set_graph_hash_for_testing(GraphHash hash);
 
 // "name<...>(args)" -> "name": the last component of a demangled kernel name, for node labels.
 [[nodiscard]] std::string short_kernel_name(std::string_view demangled);
