@@ -77,6 +77,63 @@ struct DeviceTimeline {
     for (std::size_t k = 0; k < segments.size(); ++k) of_replay[k] = static_cast<std::uint32_t>(k);
     std::stable_sort(of_replay.begin(), of_replay.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return segments[a].replay < segments[b].replay; });
+    of_node = of_replay;
+    std::stable_sort(of_node.begin(), of_node.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return segments[a].begin < segments[b].begin; });
+    std::stable_sort(of_node.begin(), of_node.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return segments[a].node < segments[b].node; });
+    node_busy_before.assign(of_node.size() + 1, 0);
+    for (std::size_t k = 0; k < of_node.size(); ++k) {
+      const Segment& s = segments[of_node[k]];
+      node_busy_before[k + 1] = node_busy_before[k] + (s.end - s.begin);
+      if (k == 0 || segments[of_node[k - 1]].node != s.node)
+        node_ranges.push_back(NodeRange{s.node, static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(k)});
+      node_ranges.back().last = static_cast<std::uint32_t>(k + 1);
+    }
+  }
+
+  // Segments that overlap [lo, hi).
+  [[nodiscard]] std::size_t count_within(std::uint64_t lo, std::uint64_t hi) const {
+    if (hi <= lo) return 0;
+    const std::size_t a = first_ending_after(lo);
+    const auto b = static_cast<std::size_t>(
+        std::partition_point(segments.begin(), segments.end(), [&](const Segment& s) { return s.begin < hi; }) -
+        segments.begin());
+    return b > a ? b - a : 0;
+  }
+
+  // f(node, busy ns) for each node whose segments cover part of [lo, hi): from each node's own
+  // running sums, so a wait over the records of thousands of replays costs a binary search per
+  // node on the GPU, not a step per record.
+  template <class F>
+  void busy_by_node(std::uint64_t lo, std::uint64_t hi, const F& f) const {
+    if (hi <= lo) return;
+    for (const NodeRange& r : node_ranges) {
+      const auto first = of_node.begin() + r.first;
+      const auto last = of_node.begin() + r.last;
+      const auto a = std::partition_point(first, last, [&](std::uint32_t k) { return segments[k].end <= lo; });
+      const auto b = std::partition_point(a, last, [&](std::uint32_t k) { return segments[k].begin < hi; });
+      if (a == b) continue;
+      std::uint64_t busy = node_busy_before[static_cast<std::size_t>(b - of_node.begin())] -
+                           node_busy_before[static_cast<std::size_t>(a - of_node.begin())];
+      if (segments[*a].begin < lo) busy -= lo - segments[*a].begin;
+      if (segments[*(b - 1)].end > hi) busy -= segments[*(b - 1)].end - hi;
+      f(r.node, busy);
+    }
+  }
+
+  // f(segment, its time within [lo, hi)) for the segments of `replay` that overlap [lo, hi).
+  template <class F>
+  void each_of_replay_within(int replay, std::uint64_t lo, std::uint64_t hi, const F& f) const {
+    const auto first = std::partition_point(of_replay.begin(), of_replay.end(),
+                                            [&](std::uint32_t k) { return segments[k].replay < replay; });
+    const auto last =
+        std::partition_point(first, of_replay.end(), [&](std::uint32_t k) { return segments[k].replay == replay; });
+    for (auto it = std::partition_point(first, last, [&](std::uint32_t k) { return segments[k].end <= lo; });
+         it != last && segments[*it].begin < hi; ++it) {
+      const Segment& s = segments[*it];
+      f(s, std::min(s.end, hi) - std::max(s.begin, lo));
+    }
   }
 
   // Time covered by segments within [lo, hi), from the running sums: a wait that spans the records
@@ -113,6 +170,15 @@ struct DeviceTimeline {
 
   std::vector<std::uint64_t> busy_before;  // [k]: time covered by segments[0..k)
   std::vector<std::uint32_t> of_replay;    // segment indices by replay, in time order within one
+  // Segment indices by node, in time order within one, with running sums in that order, and where
+  // each node's run of them lies.
+  struct NodeRange {
+    int node = -1;
+    std::uint32_t first = 0, last = 0;
+  };
+  std::vector<std::uint32_t> of_node;
+  std::vector<std::uint64_t> node_busy_before;
+  std::vector<NodeRange> node_ranges;
 
   // Index of the first segment ending after t.
   [[nodiscard]] std::size_t first_ending_after(std::uint64_t t) const {

@@ -214,6 +214,12 @@ namespace {
 // Contention and occupants of `node`'s wait [lo, hi) in `replay`; idle is the rest. `busy` gets the
 // contention in ns, exactly. Without `occupants` only the contention and idle time, from the
 // running sums: `hi` is the node's start, so none of its own segments falls in the wait.
+// Past this many segments a wait's occupants come from running sums rather than a walk.
+constexpr std::size_t kWalkLimit = 64;
+
+WaitParts occupants_of(std::vector<std::pair<Occupant, std::uint64_t>> seen, std::uint64_t lo, std::uint64_t hi,
+                       std::uint64_t busy);
+
 WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_t lo, std::uint64_t hi,
                      std::uint64_t& busy, bool occupants) {
   WaitParts parts;
@@ -226,6 +232,25 @@ WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_
     return parts;
   }
   std::vector<std::pair<Occupant, std::uint64_t>> seen;
+  if (d.count_within(lo, hi) > std::max(kWalkLimit, d.node_ranges.size())) {
+    // A wait over more records than the GPU has nodes: the occupants from each node's running sums,
+    // then this replay's own part of them (the waiting node itself left out) from its segments.
+    d.busy_by_node(lo, hi, [&](int n, std::uint64_t part) { seen.push_back({Occupant{n, true, 0}, part}); });
+    const auto at = [&](int n, bool other) {
+      auto it = std::find_if(seen.begin(), seen.end(),
+                             [&](const auto& o) { return o.first.node == n && o.first.other_replay == other; });
+      if (it == seen.end()) it = seen.insert(seen.end(), {Occupant{n, other, 0}, 0});
+      return it;
+    };
+    d.each_of_replay_within(replay, lo, hi, [&](const Segment& s, std::uint64_t part) {
+      if (s.node < 0) return;  // records that match no node stay "other"
+      at(s.node, true)->second -= part;
+      if (s.node != node) at(s.node, false)->second += part;
+    });
+    std::erase_if(seen, [](const auto& o) { return o.second == 0; });
+    for (const auto& o : seen) busy += o.second;
+    return occupants_of(std::move(seen), lo, hi, busy);
+  }
   for (std::size_t k = d.first_ending_after(lo); k < d.segments.size() && d.segments[k].begin < hi; ++k) {
     const Segment& s = d.segments[k];
     if (s.node == node && s.replay == replay) continue;
@@ -238,6 +263,13 @@ WaitParts split_wait(const DeviceTimeline& d, int node, int replay, std::uint64_
     if (it != seen.end()) it->second += part;
     else seen.push_back({Occupant{s.node, other, 0}, part});
   }
+  return occupants_of(std::move(seen), lo, hi, busy);
+}
+
+// The wait's parts from its occupants' shares: the largest kept, contention and idle from the total.
+WaitParts occupants_of(std::vector<std::pair<Occupant, std::uint64_t>> seen, std::uint64_t lo, std::uint64_t hi,
+                       std::uint64_t busy) {
+  WaitParts parts;
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
     return std::tie(b.second, a.first.node, a.first.other_replay) <
            std::tie(a.second, b.first.node, b.first.other_replay);
@@ -301,6 +333,32 @@ std::vector<PathLink> critical_path(const LayerGraph& g, const std::vector<NodeT
       const std::uint64_t busy = d.busy_within(from, t);
       add(PathLinkKind::contention, cur, from, from + busy, -1, -1);
       add(PathLinkKind::idle, cur, from + busy, t, -1, -1);
+      t = from;
+      if (k < d.segments.size()) {
+        next = d.segments[k].node;
+        held = cur;
+      }
+    }
+    if (detail && t > lo && dit != devices.end() &&
+        dit->second.count_within(lo, t) > std::max(kWalkLimit, dit->second.node_ranges.size())) {
+      // A wait over more records than the GPU has nodes: back to the latest segment of this
+      // replay that leads (as without detail), the time before it as one contention link per
+      // occupant, largest first, and the idle rest: a link per record would make the path as long
+      // as the wait's records.
+      const DeviceTimeline& d = dit->second;
+      const std::size_t k = d.latest_of_replay(replay, lo, t, leads);
+      const std::uint64_t from = k < d.segments.size() ? std::min(d.segments[k].end, t) : lo;
+      std::vector<std::pair<std::uint64_t, int>> shares;
+      d.busy_by_node(from, t, [&](int node, std::uint64_t busy) { shares.emplace_back(busy, node); });
+      std::sort(shares.begin(), shares.end(), std::greater<>());
+      std::uint64_t busy = 0;
+      for (const auto& [ns, node] : shares) busy += ns;
+      add(PathLinkKind::idle, cur, from + busy, t, -1, -1);
+      std::uint64_t at = from + busy;
+      for (const auto& [ns, node] : shares) {
+        add(PathLinkKind::contention, cur, at - ns, at, -1, node);
+        at -= ns;
+      }
       t = from;
       if (k < d.segments.size()) {
         next = d.segments[k].node;
