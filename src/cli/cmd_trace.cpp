@@ -36,6 +36,8 @@ struct TraceOptions {
   std::string out;
   bool assume_synced = false;
   bool align_collectives = false;
+  bool ranks_together = false;
+  bool strict = false;
   std::vector<std::string> command;
 };
 
@@ -169,8 +171,9 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 }
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
-                                 std::optional<int> replay, OutputSelection selection) {
+                                 std::optional<int> replay, OutputSelection selection, bool* clean) {
   TracedRun traced = merge_traces(read_process_files(from / "procs"), options);
+  if (clean != nullptr) *clean = traced.run.trace && traced.run.trace->clean();
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
   const std::string detail = replay ? render_replay_detail(traced.run, analysis, *replay) : "";
@@ -180,6 +183,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   selection.records = false;
   selection.report_appendix = summary;
   const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection);
+  if (traced.run.trace) fmt::print("{}\n", traced.run.trace->line());  // first, as in report.md
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();
@@ -195,9 +199,16 @@ void add_trace_command(CLI::App& app) {
   cmd->add_flag("--assume-synced", opts->assume_synced, "record files of several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "record files of several hosts: align their clocks on matched collective ends");
+  cmd->add_flag("--ranks-together", opts->ranks_together,
+                "processes that launch the same graph are ranks of one replay (default: only where a collective "
+                "ties them)");
+  cmd->add_flag("--strict", opts->strict,
+                "exit 4 when the trace is not clean (a record matched no node, a graph "
+                "without topology, a truncated file) and the command itself succeeded");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
   cmd->callback([opts] {
-    const TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
+    TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
+    merge.ranks_together = opts->ranks_together;
     const Resolved target = resolve_command(opts->command.front());
     if (target.error != 0) {
       fmt::print(stderr, "tpgraph: {}: {}\n", opts->command.front(), target.why);
@@ -215,8 +226,9 @@ void add_trace_command(CLI::App& app) {
 
     const int code = run_command(opts->command, target.path, library, dir);
     std::size_t written = 0;
+    bool clean = true;
     try {
-      written = analyze_trace_folder(dir, dir, merge);
+      written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &clean);
     } catch (const InputError& e) {
       fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts->command.front(), e.what());
       fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
@@ -224,7 +236,7 @@ void add_trace_command(CLI::App& app) {
       throw ExitRequest{code != 0 ? code : 2};
     }
     fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts->command.front(), code);
-    throw ExitRequest{code};
+    throw ExitRequest{code == 0 && opts->strict && !clean ? kNotCleanExit : code};
   });
 }
 

@@ -31,8 +31,11 @@ struct ExitRequest {
 // new or empty folder; `selection` says which large files to write (its records and report appendix
 // are the trace's own: no records.json, the processes' section in report.md).
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
+// The completeness line (CLEAN / NOT CLEAN) is the first line printed; `clean`, when given, says which.
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
                                  const TraceMergeOptions& options, std::optional<int> replay = std::nullopt,
-                                 OutputSelection selection = {});
+                                 OutputSelection selection = {}, bool* clean = nullptr);
+// --strict: the exit code of a trace that is not clean (docs/cli.md).
+inline constexpr int kNotCleanExit = 4;
 
 }  // namespace tpgraph::cli
