@@ -612,8 +612,11 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
       work[device].push_back(
           Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
     }
-    for (const auto& o : v.outside)  // another process's or graph's work: named, never a node here
-      if (o.end_ns > o.start_ns) work[o.device].push_back(Work{o.start_ns, o.end_ns, -2 - o.label, -1});
+    if (v.outside)  // other processes' work on this variant's GPUs: named, never a node here
+      for (const auto& o : *v.outside)
+        if (o.end_ns > o.start_ns && work.count(o.device) > 0 &&
+            std::find(v.own_processes.begin(), v.own_processes.end(), o.process) == v.own_processes.end())
+          work[o.device].push_back(Work{o.start_ns, o.end_ns, -2 - o.label, -1});
     for (auto& [device, w] : work) {
       devices[device].build(std::move(w));
       w = {};

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,12 +58,14 @@ struct NestedNode {
   std::uint32_t stream = 0;  // a graph without topology: the CUDA stream its records ran on
 };
 
-// Work on a traced graph's GPU that is not this graph (LayerGraph::outside_labels names it).
+// A traced process's graph work on a GPU, as the other processes' variants see it: contention
+// named by process (LayerGraph::outside_labels[label]).
 struct OutsideWork {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
-  int device = 0;  // the global device, as Node::device
-  int label = 0;   // index in LayerGraph::outside_labels
+  int device = 0;   // the global device, as Node::device
+  int label = 0;    // index in LayerGraph::outside_labels
+  int process = 0;  // the merge's process index: a variant skips its own processes' work
 };
 
 struct VariantRun {
@@ -86,7 +89,10 @@ struct VariantRun {
   // analysis computes no wait or critical path for it.
   std::string topology_error;
   std::vector<NestedNode> nesting;  // [node], or empty: no node is nested
-  std::vector<OutsideWork> outside;
+  // Every traced process's graph work, one list shared by all variants (millions of records are
+  // not copied per variant); this variant counts only what its own processes did not run.
+  std::shared_ptr<const std::vector<OutsideWork>> outside;
+  std::vector<int> own_processes;
 };
 
 // What a trace could not see, for the report's first line (tpgraph trace and analyze of a trace).

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -249,29 +250,33 @@ std::vector<CollectiveSummary> summarize_collectives(const VariantRun& v, const 
   return out;
 }
 
-void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::vector<std::int64_t>>& pids) {
-  std::vector<std::set<int>> devices(variants.size());
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    for (const auto& n : variants[i].graph.nodes) devices[i].insert(n.device);
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    VariantRun& v = variants[i];
-    std::map<std::string, int> label_of;
-    for (std::size_t j = 0; j < variants.size(); ++j) {
-      if (j == i) continue;
-      const VariantRun& w = variants[j];
-      for (const auto& a : w.records) {
-        if (a.start_ns == 0 || a.end_ns <= a.start_ns || a.node < 0) continue;
-        const Node& n = w.graph.nodes[static_cast<std::size_t>(a.node)];
-        if (devices[i].count(n.device) == 0) continue;
-        const std::int64_t pid =
-            static_cast<std::size_t>(n.rank) < pids[j].size() ? pids[j][static_cast<std::size_t>(n.rank)] : 0;
-        const std::string label = fmt::format(
-            "pid {}: {} ({})", pid, n.kind == NodeKind::kernel ? short_kernel_name(n.name) : n.name, w.scenario.name);
-        auto [it, added] = label_of.emplace(label, static_cast<int>(v.graph.outside_labels.size()));
-        if (added) v.graph.outside_labels.push_back(label);
-        v.outside.push_back(OutsideWork{a.start_ns, a.end_ns, n.device, it->second});
-      }
+void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::vector<int>>& processes,
+                      const std::vector<std::vector<std::int64_t>>& pids) {
+  std::set<int> all;
+  for (const auto& ps : processes) all.insert(ps.begin(), ps.end());
+  if (all.size() < 2) return;  // one process: nothing runs beside it that a trace saw
+  auto outside = std::make_shared<std::vector<OutsideWork>>();
+  std::vector<std::string> labels;
+  std::map<std::string, int> label_of;
+  for (std::size_t j = 0; j < variants.size(); ++j) {
+    const VariantRun& w = variants[j];
+    for (const auto& a : w.records) {
+      if (a.start_ns == 0 || a.end_ns <= a.start_ns || a.node < 0) continue;
+      const Node& n = w.graph.nodes[static_cast<std::size_t>(a.node)];
+      const auto rank = static_cast<std::size_t>(n.rank);
+      const std::string label =
+          fmt::format("pid {}: {} ({})", rank < pids[j].size() ? pids[j][rank] : 0,
+                      n.kind == NodeKind::kernel ? short_kernel_name(n.name) : n.name, w.scenario.name);
+      auto [it, added] = label_of.emplace(label, static_cast<int>(labels.size()));
+      if (added) labels.push_back(label);
+      outside->push_back(OutsideWork{a.start_ns, a.end_ns, n.device, it->second,
+                                     rank < processes[j].size() ? processes[j][rank] : -1});
     }
+  }
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    variants[i].outside = outside;
+    variants[i].own_processes = processes[i];
+    variants[i].graph.outside_labels = labels;
   }
 }
 

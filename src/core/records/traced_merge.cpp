@@ -52,7 +52,7 @@ class Merger {
     align_clocks();
     environment();
     build_variants();
-    add_outside_work(out_.run.variants, pids_);
+    add_outside_work(out_.run.variants, processes_, pids_);
     completeness();
     return std::move(out_);
   }
@@ -380,6 +380,7 @@ class Merger {
       std::vector<std::int64_t> pids;
       for (const std::size_t p : grp.processes) pids.push_back(files_[p].pid);
       pids_.push_back(std::move(pids));
+      processes_.emplace_back(grp.processes.begin(), grp.processes.end());
       out_.run.variants.push_back(std::move(v));
     }
   }
@@ -582,6 +583,7 @@ class Merger {
   std::vector<Group> groups_;
   std::vector<Placement> placement_;             // [process]
   std::vector<std::vector<std::int64_t>> pids_;  // [variant][rank]
+  std::vector<std::vector<int>> processes_;      // [variant][rank]: index in files_
 };
 
 }  // namespace

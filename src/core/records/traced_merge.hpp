@@ -94,8 +94,10 @@ void stream_nodes(std::vector<ActivityRecord>& records, LayerGraph& graph, std::
                                                                    const tracefile::TracedGraph& tmpl, int ranks,
                                                                    int replays);
 
-// Every variant gets the timestamped records of the other variants on its GPUs as outside work,
-// labelled "pid N: kernel" (`pids`: [variant][rank]).
-void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::vector<std::int64_t>>& pids);
+// Every variant's timestamped records as one shared list of outside work, labelled "pid N: kernel
+// (graph-K)"; each variant counts those of processes other than its own (`processes`:
+// [variant][rank] the merge's process index, `pids` the same as pids).
+void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::vector<int>>& processes,
+                      const std::vector<std::vector<std::int64_t>>& pids);
 
 }  // namespace tpgraph::trace_merge
