@@ -183,7 +183,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   selection.records = false;
   selection.report_appendix = summary;
   const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection);
-  if (traced.run.trace) fmt::print("{}\n", traced.run.trace->line());  // first, as in report.md
+  fmt::print("{}", render_trace_heading(traced.run));  // first, as in report.md
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();

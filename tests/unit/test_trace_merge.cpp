@@ -198,6 +198,8 @@ Proc lossy_process() {
   p.record(40, 999, "y?", 3010, 3012);
   p.launch(40, 3, 3000);
   p.notes.push_back("profiler: the program's profiler was refused CUPTI (tpgraph holds it)");
+  json& never = p.chain({"w"}, 4, 0, 1901);  // never launched, its edges unread: still counted
+  never["topology_error"] = "cuGraphGetEdges failed";
   return p;
 }
 
@@ -210,10 +212,12 @@ TEST_CASE("merge: records of a graph without topology are kept per stream, and t
   const TraceCompleteness& c = *t.run.trace;
   CHECK_FALSE(c.clean());
   CHECK(c.unmatched == 1);
-  REQUIRE(c.no_topology.size() == 2);
+  REQUIRE(c.no_topology.size() == 3);
   CHECK(c.no_topology[0].find("CUDA_ERROR_LOSSY_QUERY") != std::string::npos);
   CHECK(c.no_topology[1].find("no graph chunk for executable 2") != std::string::npos);
-  CHECK(c.line().starts_with("NOT CLEAN: 1 of 9 graph records matched no node; 2 graphs without topology"));
+  CHECK(c.line().starts_with("NOT CLEAN: 1 of 9 graph records matched no node; 3 graphs without topology"));
+  CHECK(c.no_topology[2] == "pid 300: cuGraphGetEdges failed (never launched)");
+  CHECK(t.run.variants.size() == 3);  // the graph never launched has nothing to show
   REQUIRE(c.profiler.size() == 1);
 
   const VariantRun* lossy = variant(t, "graph-1");
@@ -242,7 +246,7 @@ TEST_CASE("merge: records of a graph without topology are kept per stream, and t
   const RunAnalysis analysis = analyze_run(t.run);
   const std::string md = render_report_markdown(t.run, analysis);
   CHECK(md.substr(0, md.find('\n')) == c.line());
-  CHECK(md.find("**CUPTI shared with another profiler**: pid 300: profiler:") != std::string::npos);
+  CHECK(md.find("CUPTI SHARED WITH ANOTHER PROFILER: pid 300: profiler:") != std::string::npos);
   CHECK(md.find("**no topology: cuGraphGetEdges: CUDA_ERROR_LOSSY_QUERY**") != std::string::npos);
   CHECK(md.find("stream 7 (medians): r0.s7.x1 10.0 µs → (gap 5.0) r0.s7.x2 10.0 µs") != std::string::npos);
   const json report = json::parse(render_report_json(t.run, analysis));
@@ -392,6 +396,7 @@ TEST_CASE("analyze --strict exits 4 on a trace that is not clean; the first line
   INFO(plain.second);
   CHECK(plain.first == 0);
   CHECK(plain.second.starts_with("NOT CLEAN: 1 of 9 graph records matched no node"));
+  CHECK(plain.second.find("\nCUPTI SHARED WITH ANOTHER PROFILER: pid 300") != std::string::npos);
   CHECK(analyze("--strict").first == 4);
   std::ifstream md(root / "report.md");
   std::string first;

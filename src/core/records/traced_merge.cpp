@@ -300,6 +300,13 @@ class Merger {
     return delta >= 0 ? t + static_cast<std::uint64_t>(delta) : t - static_cast<std::uint64_t>(-delta);
   }
 
+  [[nodiscard]] std::size_t launched(std::size_t gi) const {
+    std::size_t n = 0;
+    for (const std::size_t p : groups_[gi].processes)
+      for (const auto& l : files_[p].launches) n += group_of_launch(p, l) == static_cast<int>(gi) ? 1 : 0;
+    return n;
+  }
+
   // Launch ordinals of process p in group gi: correlation ids grow with launch order. With
   // `launches`, launches whose records were all lost count too.
   [[nodiscard]] std::map<std::uint32_t, int> ordinals(std::size_t gi, std::size_t p, bool launches) const {
@@ -336,6 +343,11 @@ class Merger {
     int number = 0;
     for (const std::size_t gi : order) {
       const Group& grp = groups_[gi];
+      if (!grp.topology && grp.first_start == std::numeric_limits<std::uint64_t>::max() && launched(gi) == 0) {
+        const ProcessFile& f = files_[grp.template_process];  // nothing to show, but still unread
+        completeness_.no_topology.push_back(fmt::format("pid {}: {} (never launched)", f.pid, grp.reason));
+        continue;
+      }
       VariantRun v;
       v.scenario.name = fmt::format("graph-{}{}", ++number, grp.version > 0 ? fmt::format(".v{}", grp.version) : "");
       v.scenario.warmup = 0;

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "core/report/report.hpp"
 #include "core/report/report_common.hpp"
 
 namespace tpgraph::report_detail {
@@ -21,10 +22,25 @@ std::vector<std::string> trace_header_lines(const TraceCompleteness& t) {
   std::vector<std::string> out;
   for (const auto& g : t.no_topology) out.push_back("no topology: " + g);
   for (const auto& f : t.truncated) out.push_back("truncated: " + f);
-  for (const auto& p : t.profiler) out.push_back("**CUPTI shared with another profiler**: " + p);
+  for (const auto& p : t.profiler) out.push_back("CUPTI SHARED WITH ANOTHER PROFILER: " + p);
   if (!t.rank_rule.empty()) out.push_back(t.rank_rule);
   return out;
 }
+
+}  // namespace tpgraph::report_detail
+
+namespace tpgraph {
+
+std::string render_trace_heading(const RunData& run) {
+  if (!run.trace) return "";
+  std::string out = run.trace->line() + "\n";
+  for (const auto& line : report_detail::trace_header_lines(*run.trace)) out += line + "\n";
+  return out;
+}
+
+}  // namespace tpgraph
+
+namespace tpgraph::report_detail {
 
 namespace {
 
