@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <memory>
@@ -248,6 +249,31 @@ std::vector<CollectiveSummary> summarize_collectives(const VariantRun& v, const 
     out.push_back(std::move(c));
   }
   return out;
+}
+
+namespace {
+
+std::string iso8601(std::uint64_t realtime_ns) {
+  const auto secs = static_cast<std::time_t>(realtime_ns / 1000000000ull);
+  std::tm tm{};
+  if (gmtime_r(&secs, &tm) == nullptr) return "";
+  char buf[32];
+  if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+void trace_environment(const std::vector<ProcessFile>& files, RunEnvironment& env) {
+  std::uint64_t earliest = std::numeric_limits<std::uint64_t>::max();
+  std::set<std::string> host_names;
+  for (const auto& f : files) {
+    if (f.started_ns != 0) earliest = std::min(earliest, f.started_ns);
+    env.cupti_version = std::max(env.cupti_version, f.cupti_version);
+    if (!f.host.empty()) host_names.insert(f.host);
+  }
+  for (const auto& h : host_names) env.hostname += (env.hostname.empty() ? "" : ", ") + h;
+  env.started_at = earliest == std::numeric_limits<std::uint64_t>::max() ? "" : iso8601(earliest);
 }
 
 void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::vector<int>>& processes,

@@ -23,15 +23,6 @@ namespace {
 
 double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
 
-std::string iso8601(std::uint64_t realtime_ns) {
-  const auto secs = static_cast<std::time_t>(realtime_ns / 1000000000ull);
-  std::tm tm{};
-  if (gmtime_r(&secs, &tm) == nullptr) return "";
-  char buf[32];
-  if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) return "";
-  return buf;
-}
-
 using namespace trace_merge;
 
 // The merge in named steps over shared state; run() calls them in order.
@@ -50,7 +41,7 @@ class Merger {
     group_graphs();
     place_records();
     align_clocks();
-    environment();
+    trace_environment(files_, out_.run.env);
     build_variants();
     add_outside_work(out_.run.variants, processes_, pids_);
     completeness();
@@ -319,19 +310,6 @@ class Merger {
     int next = 0;
     for (auto& [corr, o] : ord) o = next++;
     return ord;
-  }
-
-  void environment() {
-    RunEnvironment& env = out_.run.env;
-    std::uint64_t earliest = std::numeric_limits<std::uint64_t>::max();
-    std::set<std::string> host_names;
-    for (const auto& f : files_) {
-      if (f.started_ns != 0) earliest = std::min(earliest, f.started_ns);
-      env.cupti_version = std::max(env.cupti_version, f.cupti_version);
-      if (!f.host.empty()) host_names.insert(f.host);
-    }
-    for (const auto& h : host_names) env.hostname += (env.hostname.empty() ? "" : ", ") + h;
-    env.started_at = earliest == std::numeric_limits<std::uint64_t>::max() ? "" : iso8601(earliest);
   }
 
   // One variant per group, in order of first record; graph-N, ".vK" for version K of an updated exec.

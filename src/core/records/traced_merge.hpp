@@ -94,6 +94,9 @@ void stream_nodes(std::vector<ActivityRecord>& records, LayerGraph& graph, std::
                                                                    const tracefile::TracedGraph& tmpl, int ranks,
                                                                    int replays);
 
+// The hosts, CUPTI version and earliest start (ISO 8601 UTC) of the processes.
+void trace_environment(const std::vector<tracefile::ProcessFile>& files, RunEnvironment& env);
+
 // Every variant's timestamped records as one shared list of outside work, labelled "pid N: kernel
 // (graph-K)"; each variant counts those of processes other than its own (`processes`:
 // [variant][rank] the merge's process index, `pids` the same as pids).
