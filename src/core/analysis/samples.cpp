@@ -47,12 +47,14 @@ std::vector<Sample> place_records(const VariantRun& v, std::size_t replays, Time
     }
     ++s.count;
   }
+  std::vector<char> expected(node_count, 0);  // a kernel or copy outside any conditional body
   for (std::size_t n = 0; n < node_count; ++n) {
     const NestedNode* nest = nesting_of(v, n);
-    if (!leaves_record(v.graph.nodes[n].kind) || (nest != nullptr && nest->optional)) continue;
-    for (std::size_t r = 0; r < replays; ++r)
-      if (!samples[r * node_count + n].recorded()) ++health.missing;
+    expected[n] = leaves_record(v.graph.nodes[n].kind) && (nest == nullptr || !nest->optional) ? 1 : 0;
   }
+  for (std::size_t r = 0; r < replays; ++r)  // replay-major: the samples' own order
+    for (std::size_t n = 0; n < node_count; ++n)
+      if (expected[n] && !samples[r * node_count + n].recorded()) ++health.missing;
   return samples;
 }
 
