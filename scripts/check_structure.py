@@ -30,8 +30,6 @@ OVERSIZE = {
     "src/core/analysis/timeline.cpp:analyze": 139,
     "src/core/analysis/timeline.cpp:analyze_variant": 325,
     "src/core/records/run_data.cpp": 668,
-    "src/core/records/traced_run.cpp": 675,
-    "src/core/records/traced_run.cpp:merge_traces": 450,
     "src/core/report/report_json.cpp:variant_json": 146,
     "src/core/report/report_markdown.cpp:render_report_markdown": 201,
     "src/core/report/svg.cpp:render_timeline_svg": 222,

@@ -23,6 +23,8 @@ struct AnalyzeOptions {
   std::string out;
   bool assume_synced = false;
   bool align_collectives = false;
+  bool ranks_together = false;
+  bool strict = false;
   std::optional<int> replay;
   bool no_trace = false;
   bool no_timeline = false;
@@ -35,9 +37,12 @@ void analyze(const AnalyzeOptions& opts) {
   if (is_trace_folder(opts.run)) {  // written by `tpgraph trace`: per-process record files
     const std::filesystem::path from = opts.run;
     const std::filesystem::path dir = opts.out.empty() ? from : std::filesystem::path(opts.out);
-    const std::size_t written = analyze_trace_folder(
-        from, dir, merge_options(opts.assume_synced, opts.align_collectives), opts.replay, selection);
+    TraceMergeOptions merge = merge_options(opts.assume_synced, opts.align_collectives);
+    merge.ranks_together = opts.ranks_together;
+    bool clean = true;
+    const std::size_t written = analyze_trace_folder(from, dir, merge, opts.replay, selection, nullptr, &clean);
     fmt::print("wrote {} files to {}\n", written, dir.string());
+    if (opts.strict && !clean) throw ExitRequest{kNotCleanExit};
     return;
   }
   const std::filesystem::path records = resolve_records_path(opts.run);
@@ -68,6 +73,12 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_flag("--assume-synced", opts->assume_synced, "a trace from several hosts: their clocks are synchronised");
   cmd->add_flag("--align-collectives", opts->align_collectives,
                 "a trace from several hosts: align their clocks on matched collective ends");
+  cmd->add_flag("--ranks-together", opts->ranks_together,
+                "a trace: processes that launch the same graph are ranks of one replay (default: only where a "
+                "collective ties them)");
+  cmd->add_flag("--strict", opts->strict,
+                "a trace: exit 4 when it is not clean (a record matched no node, a graph without topology, a "
+                "truncated file)");
   add_integer_flag(*cmd, "--replay", opts->replay, 0, kMaxReplays - 1,
                    "also print this replay (0-based) in full: every node's wait and why, the critical path");
   cmd->callback([opts] { analyze(*opts); });

@@ -38,6 +38,8 @@ struct TraceOptions {
   bool assume_synced = false;
   bool align_collectives = false;
   bool yield_to_profiler = false;
+  bool ranks_together = false;
+  bool strict = false;
   std::vector<std::string> command;
 };
 
@@ -215,8 +217,10 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 }
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
-                                 std::optional<int> replay, OutputSelection selection, const FolderLock* held_lock) {
+                                 std::optional<int> replay, OutputSelection selection, const FolderLock* held_lock,
+                                 bool* clean) {
   TracedRun traced = merge_trace_folder(read_process_files(from / tracefile::kProcsFolder), options);
+  if (clean != nullptr) *clean = traced.run.trace && traced.run.trace->clean();
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
   const std::string detail = replay ? render_replay_detail(traced.run, analysis, *replay) : "";
@@ -227,6 +231,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   selection.report_appendix = summary;
   selection.source = from;
   const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection, {}, held_lock);
+  fmt::print("{}", render_trace_heading(traced.run));  // first, as in report.md
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();
@@ -244,9 +249,16 @@ void add_trace_command(CLI::App& app) {
                 "record files of several hosts: align their clocks on matched collective ends");
   cmd->add_flag("--yield-to-profiler", opts->yield_to_profiler,
                 "let the program's own profiler (torch.profiler, ...) have CUPTI: record nothing, say so");
+  cmd->add_flag("--ranks-together", opts->ranks_together,
+                "processes that launch the same graph are ranks of one replay (default: only where a collective "
+                "ties them)");
+  cmd->add_flag("--strict", opts->strict,
+                "exit 4 when the trace is not clean (a record matched no node, a graph "
+                "without topology, a truncated file) and the command itself succeeded");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
   cmd->callback([opts] {
-    const TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
+    TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
+    merge.ranks_together = opts->ranks_together;
     const Resolved target = resolve_command(opts->command.front());
     if (target.error != 0) {
       fmt::print(stderr, "tpgraph: {}: {}\n", opts->command.front(), target.why);
@@ -261,8 +273,9 @@ void add_trace_command(CLI::App& app) {
     if (opts->yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
     const int code = run_command(opts->command, target.path, library, dir);
     std::size_t written = 0;
+    bool clean = true;
     try {
-      written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock);
+      written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean);
     } catch (const InputError& e) {
       fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts->command.front(), e.what());
       fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
@@ -270,7 +283,7 @@ void add_trace_command(CLI::App& app) {
       throw ExitRequest{code != 0 ? code : 2};
     }
     fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts->command.front(), code);
-    throw ExitRequest{code};
+    throw ExitRequest{code == 0 && opts->strict && !clean ? kNotCleanExit : code};
   });
 }
 

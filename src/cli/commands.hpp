@@ -32,8 +32,12 @@ struct ExitRequest {
 // are the trace's own: no records.json, the processes' section in report.md). `held_lock`: trace's own
 // lock on `dir`, taken before its command ran.
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
+// The completeness line (CLEAN / NOT CLEAN) is the first line printed; `clean`, when given, says which.
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
                                  const TraceMergeOptions& options, std::optional<int> replay = std::nullopt,
-                                 OutputSelection selection = {}, const FolderLock* held_lock = nullptr);
+                                 OutputSelection selection = {}, const FolderLock* held_lock = nullptr,
+                                 bool* clean = nullptr);
+// --strict: the exit code of a trace that is not clean (docs/cli.md).
+inline constexpr int kNotCleanExit = 4;
 
 }  // namespace tpgraph::cli

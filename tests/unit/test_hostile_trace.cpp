@@ -139,7 +139,11 @@ TEST_CASE("hostile trace: graphs whose hashes collide are grouped on their full 
   ProcessFile second = files.front();
   second.pid = 101;
   files.push_back(std::move(second));
-  const TracedRun t = merge_traces(std::move(files), {});
+  // The two processes are made ranks of one replay (as a collective or --ranks-together would),
+  // so the grouping across processes is what is tested.
+  TraceMergeOptions together;
+  together.ranks_together = true;
+  const TracedRun t = merge_traces(std::move(files), together);
   set_graph_hash_for_testing(nullptr);
   REQUIRE(t.run.variants.size() == 3);
   for (const auto& v : t.run.variants) {
@@ -493,8 +497,14 @@ TEST_CASE("hostile trace: a cycle in one process's graph skips that graph and na
   std::vector<ProcessFile> files;
   files.push_back(parse_process_file(c.bytes(), "procs/cyc.tpgt"));
   const TracedRun t = merge_traces(std::move(files), {});
-  CHECK(t.run.variants.size() == 1);
   CHECK(has_note(t.notes, "procs/cyc.tpgt: graph exec 2 (version 0) has a cycle in its edges"));
-  CHECK(t.processes.at(0).unmatched == 1);
+  // The set-aside graph's launch keeps its record, shown without a topology; the trace is not clean.
+  REQUIRE(t.run.variants.size() == 2);
+  CHECK(t.run.variants[0].topology_error.empty());
+  CHECK_FALSE(t.run.variants[1].topology_error.empty());
+  CHECK(t.run.variants[1].records.size() == 1);
+  CHECK(t.processes.at(0).unmatched == 0);
+  REQUIRE(t.run.trace.has_value());
+  CHECK_FALSE(t.run.trace->clean());
   CHECK_NOTHROW(analyze_run(t.run));
 }

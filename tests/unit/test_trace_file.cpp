@@ -146,9 +146,9 @@ TEST_CASE("trace file: a complete file reads back every chunk", "[trace]") {
   CHECK(f.graphs[0].clones.size() == 4);
   CHECK(f.records.size() == 13);
   CHECK(f.launches.size() == 3);
-  // Graph records take their names from the graph's nodes; the eager kernel keeps its own.
+  // Every record keeps its name: a graph record's node may be unknown (a graph without topology).
   CHECK(f.records.back().name == "void k1(float*)");
-  CHECK(f.records.front().name.empty());
+  CHECK(f.records.front().name == "void k1(float*)");
 }
 
 TEST_CASE("trace file: a file cut anywhere keeps every complete chunk and says it is truncated", "[trace]") {
@@ -284,7 +284,7 @@ TEST_CASE("merge: one process becomes one rank, replays by launch, the analysis 
   }
 }
 
-TEST_CASE("merge: two processes on one GPU match by graph and launch ordinal", "[trace]") {
+TEST_CASE("merge: two processes on one GPU, ranks by --ranks-together, match by graph and launch ordinal", "[trace]") {
   FakeProcess a;
   a.pid = 200;
   a.rank = 1;
@@ -294,7 +294,9 @@ TEST_CASE("merge: two processes on one GPU match by graph and launch ordinal", "
   b.shift = 5'000;  // rank 0 starts 5 µs later than rank 1
   b.node_id_base = 5000;
   b.reverse_records = true;  // buffers out of order
-  TracedRun t = merge_traces({a.parsed("a.tpgt"), b.parsed("b.tpgt")}, {});
+  TraceMergeOptions together;
+  together.ranks_together = true;
+  TracedRun t = merge_traces({a.parsed("a.tpgt"), b.parsed("b.tpgt")}, together);
   REQUIRE(t.run.variants.size() == 1);
   const VariantRun& v = t.run.variants[0];
   CHECK(v.graph.ranks == 2);
@@ -319,7 +321,9 @@ TEST_CASE("merge: different GPUs are not shared; UUIDs decide, not ordinals", "[
   b.rank = 1;
   b.pid = 101;
   b.uuid = "GPU-bbbb";  // ordinal 0 in its own process (CUDA_VISIBLE_DEVICES), another GPU
-  TracedRun t = merge_traces({a.parsed(), b.parsed()}, {});
+  TraceMergeOptions together;
+  together.ranks_together = true;
+  TracedRun t = merge_traces({a.parsed(), b.parsed()}, together);
   REQUIRE(t.run.variants.size() == 1);
   CHECK_FALSE(t.run.variants[0].ranks_share_gpu);
   CHECK(t.run.env.devices.size() == 2);

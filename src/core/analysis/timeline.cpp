@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/analysis/device_timeline.hpp"
+#include "core/analysis/samples.hpp"
 #include "core/analysis/wait_walk.hpp"
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
@@ -19,23 +20,13 @@ namespace tpgraph {
 
 using timeline_detail::critical_path;
 using timeline_detail::DeviceTimeline;
+using timeline_detail::ns_to_us;
+using timeline_detail::Sample;
 using timeline_detail::Segment;
 using timeline_detail::split_wait;
 using timeline_detail::Work;
 
 namespace {
-
-double ns_to_us(std::uint64_t later, std::uint64_t earlier) {
-  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
-  const auto diff = later >= earlier ? static_cast<double>(later - earlier) : -static_cast<double>(earlier - later);
-  return diff / 1000.0;
-}
-
-// CUPTI reports kernels and copies; allocation, free and event-record nodes leave no record.
-bool leaves_record(NodeKind k) {
-  const CudaNodeType t = cuda_node_type(k);
-  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
-}
 
 // Kahn's order over the edges; predecessors come first whatever order the nodes were issued in.
 std::vector<int> topological_order(const LayerGraph& g, const std::vector<std::vector<int>>& succ) {
@@ -216,25 +207,6 @@ namespace {
 
 double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
 
-// One node in one replay as the summaries over replays need it: 48 bytes where a NodeTiming with
-// its occupants takes over 100 (a trace of ten million records keeps one per record).
-struct Sample {
-  std::uint64_t start_ns = 0;  // 0: no record
-  std::uint64_t end_ns = 0;
-  std::uint64_t ready_ns = 0;
-  std::uint64_t contention_ns = 0;
-  double arrival_us = 0;
-  int ready_from = -1;
-  [[nodiscard]] bool recorded() const { return start_ns != 0; }
-  [[nodiscard]] double wait_us() const { return ns_to_us(start_ns, ready_ns); }
-  [[nodiscard]] double duration_us() const { return ns_to_us(end_ns, start_ns); }
-  [[nodiscard]] double contention_us() const { return static_cast<double>(contention_ns) / 1000.0; }
-  // As split_wait computes it: 0 when the node did not wait.
-  [[nodiscard]] double idle_us() const {
-    return start_ns > ready_ns ? static_cast<double>(start_ns - ready_ns - contention_ns) / 1000.0 : 0.0;
-  }
-};
-
 // Computes one replay: its nodes' timings and waits, its windows, overlaps and verdict, and its
 // critical path. Pure in the variant's records: computing a replay twice gives the same result.
 class ReplayAnalyzer {
@@ -246,10 +218,13 @@ class ReplayAnalyzer {
         samples_(samples),
         devices_(devices),
         node_count_(v.graph.nodes.size()),
-        pred_(node_count_) {
+        pred_(node_count_),
+        early_(node_count_),
+        topology_(v.topology_error.empty()) {
     std::vector<std::vector<int>> succ(node_count_);
     for (const auto& e : g_.edges) {
       pred_[static_cast<std::size_t>(e.to)].push_back(e.from);
+      early_[static_cast<std::size_t>(e.to)].push_back(e.type != 0 ? 1 : 0);
       succ[static_cast<std::size_t>(e.from)].push_back(e.to);
     }
     order_ = topological_order(g_, succ);
@@ -288,17 +263,24 @@ class ReplayAnalyzer {
     contention_ns_.assign(node_count_, 0);
     for (const int id : order_) {
       const auto n = static_cast<std::size_t>(id);
+      NodeTiming& t = nodes[n];
       std::uint64_t ready = 0;
       int from = -1;
-      for (const int p : pred_[n]) {
-        const auto pi = static_cast<std::size_t>(p);
-        if (done_by_[pi] >= 0 && done_ns_[pi] > ready) {
-          ready = done_ns_[pi];
+      for (std::size_t j = 0; j < pred_[n].size(); ++j) {
+        const auto pi = static_cast<std::size_t>(pred_[n][j]);
+        // A programmatic (or launch-completion) edge lets n start while the predecessor runs: the
+        // overlap is allowed, not a negative wait, so such a predecessor is done by n's start.
+        const std::uint64_t done = early_[n][j] && t.recorded ? std::min(done_ns_[pi], t.start_ns) : done_ns_[pi];
+        if (done_by_[pi] >= 0 && done > ready) {
+          ready = done;
           from = done_by_[pi];
         }
       }
-      NodeTiming& t = nodes[n];
-      if (t.recorded) {
+      if (t.recorded && !topology_) {  // no edges known: nothing to wait for, no wait claimed
+        t.ready_ns = t.start_ns;
+        done_ns_[n] = t.end_ns;
+        done_by_[n] = id;
+      } else if (t.recorded) {
         t.ready_ns = from >= 0 ? ready : rt.begin_ns;
         t.ready_from = from;
         t.wait_us = ns_to_us(t.start_ns, t.ready_ns);
@@ -376,7 +358,20 @@ class ReplayAnalyzer {
       if (rt.overlap_vs_root[k] && (!rt.overlap || *rt.overlap_vs_root[k] < *rt.overlap))
         rt.overlap = rt.overlap_vs_root[k];
     }
-    // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
+    busy_overlaps(nodes, rt);
+    for (std::size_t k = 1; k < R; ++k) {
+      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
+      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
+    }
+    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
+    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
+  }
+
+ private:
+  // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
+  void busy_overlaps(const std::vector<NodeTiming>& nodes, ReplayTimeline& rt) const {
+    const auto R = static_cast<std::size_t>(out_.ranks);
     std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> busy(R);
     for (std::size_t n = 0; n < node_count_; ++n) {
       const NodeTiming& t = nodes[n];
@@ -389,22 +384,16 @@ class ReplayAnalyzer {
       rt.busy_vs_root[k] = f;
       if (!rt.busy_overlap || f < *rt.busy_overlap) rt.busy_overlap = f;
     }
-    for (std::size_t k = 1; k < R; ++k) {
-      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
-      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
-    }
-    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
-    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
-    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
   }
 
- private:
   const LayerGraph& g_;
   const VariantTimeline& out_;
   const std::vector<Sample>& samples_;
   const std::map<int, DeviceTimeline>& devices_;
   std::size_t node_count_;
   std::vector<std::vector<int>> pred_;
+  std::vector<std::vector<char>> early_;  // [node][i]: pred_[node][i]'s edge is programmatic
+  bool topology_ = true;
   std::vector<int> order_;
   std::map<std::pair<int, int>, double> event_us_;  // event spans by (replay, rank)
   mutable std::vector<std::uint64_t> done_ns_;
@@ -464,43 +453,20 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
       work[device].push_back(
           Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
     }
+    if (v.outside)  // other processes' work on this variant's GPUs: named, never a node here
+      for (const auto& o : *v.outside)
+        if (o.end_ns > o.start_ns && work.count(o.device) > 0 &&
+            std::find(v.own_processes.begin(), v.own_processes.end(), o.process) == v.own_processes.end())
+          work[o.device].push_back(Work{o.start_ns, o.end_ns, -2 - o.label, -1});
     for (auto& [device, w] : work) {
       devices[device].build(std::move(w));
       w = {};
     }
   }
 
-  // Place every record in its (replay, node) slot, counting what does not fit.
+  // Every record in its (replay, node) slot, counting what does not fit.
   out.health.collected = v.health;
-  out.health.records = v.records.size();
-  std::vector<Sample> samples(N * node_count);
-  for (const auto& a : v.records) {
-    if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns) {
-      ++out.health.no_timestamp_seen;
-      continue;
-    }
-    if (a.node < 0 || static_cast<std::size_t>(a.node) >= node_count) {
-      ++out.health.unmatched_seen;
-      continue;
-    }
-    if (a.replay < 0 || a.replay >= replays) {
-      ++out.health.replay_out_of_range;
-      continue;
-    }
-    Sample& s = samples[static_cast<std::size_t>(a.replay) * node_count + static_cast<std::size_t>(a.node)];
-    if (s.recorded()) {
-      ++out.health.duplicate;
-      s.start_ns = std::min(s.start_ns, a.start_ns);
-      s.end_ns = std::max(s.end_ns, a.end_ns);
-    } else {
-      s.start_ns = a.start_ns;
-      s.end_ns = a.end_ns;
-    }
-  }
-  for (std::size_t r = 0; r < N; ++r)
-    for (std::size_t n = 0; n < node_count; ++n)
-      if (leaves_record(g.nodes[n].kind) && !samples[r * node_count + n].recorded()) ++out.health.missing;
-
+  std::vector<Sample> samples = timeline_detail::place_records(v, N, out.health);
   // Every replay once: its windows and verdict kept, its nodes' waits into the samples, its
   // critical path into each node's time on it. Node timings and paths stay for the first replays.
   const ReplayAnalyzer analyzer(v, out, samples, devices);
@@ -513,7 +479,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
   std::vector<NodeTiming> nodes;
   for (std::size_t r = 0; r < N; ++r) {
     ReplayTimeline& rt = out.replays[r];
-    analyzer.analyze(r, nodes, rt, true, r < detail);
+    analyzer.analyze(r, nodes, rt, v.topology_error.empty(), r < detail);
     ++out.verdict_counts[static_cast<std::size_t>(rt.verdict)];
     for (std::size_t n = 0; n < node_count; ++n) {
       const NodeTiming& t = nodes[n];
@@ -615,7 +581,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
       offsets.push_back(ns_to_us(s.start_ns, out.replays[r].begin_ns));
       by_wait.emplace_back(s.wait_us(), static_cast<int>(r));
     }
-    if (waits.empty()) continue;
+    if (waits.empty() || !v.topology_error.empty()) continue;
     NodeWaitSummary w;
     w.node = static_cast<int>(n);
     w.wait_us = summarize(waits);
@@ -704,7 +670,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const auto& rt : out.replays)
       if (rt.present) by_span.emplace_back(rt.span_us, rt.replay);
     std::sort(by_span.begin(), by_span.end());
-    if (!by_span.empty()) cp.typical_replay = by_span[(by_span.size() - 1) / 2].second;
+    if (!by_span.empty() && v.topology_error.empty()) cp.typical_replay = by_span[(by_span.size() - 1) / 2].second;
     for (auto& [node, times] : on_path) {
       auto& [ran, waited] = times;
       PathNodeSummary p;
@@ -738,7 +704,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const int r : needed) {
       if (r < 0 || out.has_detail(r)) continue;
       const auto ri = static_cast<std::size_t>(r);
-      analyzer.analyze(ri, nodes, scratch, true, true);
+      analyzer.analyze(ri, nodes, scratch, v.topology_error.empty(), true);
       out.timings[ri] = nodes;
       out.replays[ri].critical_path = std::move(scratch.critical_path);
     }
@@ -750,6 +716,9 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     }
   }
 
+  out.no_topology = v.topology_error;
+  out.conditionals = timeline_detail::summarize_conditionals(v, samples, out.replays);
+  if (!v.topology_error.empty()) out.stream_nodes = timeline_detail::summarize_streams(v, samples, N);
   out.host_launch_us = summarize(v.host_launch_us);
   if (v.replay_us_traced > 0 && v.replay_us_untraced > 0) out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
   return out;

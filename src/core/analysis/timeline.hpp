@@ -248,11 +248,32 @@ struct TimelineHealth {
   std::uint64_t unmatched_seen = 0;       // node id out of the graph (or -1)
   std::uint64_t no_timestamp_seen = 0;    // start or end 0, or end before start
   std::uint64_t replay_out_of_range = 0;  // replay index not in 0..N-1
-  std::uint64_t duplicate = 0;            // a second record for one node in one replay
+  std::uint64_t duplicate = 0;            // a second record for one node in one replay (not in a while body)
   std::uint64_t missing = 0;              // a kernel/copy node with no record in a replay
   [[nodiscard]] bool clean() const;
   // "" when clean, else one line naming every non-zero count.
   [[nodiscard]] std::string problems() const;
+};
+
+// A conditional node of a traced graph over its launches: a while loop's iterations per launch (the
+// most records any node directly in its body left in that launch), or for if and switch how many
+// launches ran each body (any record of a node inside it).
+struct ConditionalSummary {
+  int node = 0;
+  NestedNode::Conditional kind = NestedNode::Conditional::none;
+  int launches = 0;         // launches with any record of the graph
+  Stats iterations;         // while: per launch
+  std::vector<int> ran_in;  // if, switch: [body] launches in which it ran
+};
+
+// A node of a graph without topology (VariantRun::topology_error): its stream, how long it ran and
+// the gap on its stream before it (start - the end of the stream's previous record in the launch;
+// none for the stream's first). Measured, not a wait: nothing says what it depended on.
+struct StreamNodeSummary {
+  int node = 0;
+  std::uint32_t stream = 0;
+  Stats duration_us;
+  Stats gap_us;
 };
 
 struct VariantTimeline {
@@ -287,6 +308,9 @@ struct VariantTimeline {
   Stats host_launch_us;
   std::optional<double> tracing_cost;  // replay time traced / untraced
   TimelineHealth health;
+  std::string no_topology;                       // VariantRun::topology_error: no wait or critical path was computed
+  std::vector<ConditionalSummary> conditionals;  // traced graphs' conditional nodes, in node order
+  std::vector<StreamNodeSummary> stream_nodes;   // a graph without topology: per node, by stream
 
   [[nodiscard]] const NodeWaitSummary* wait_of(int node) const;
   [[nodiscard]] bool has_detail(int replay) const;  // timings[replay] is filled

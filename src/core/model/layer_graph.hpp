@@ -105,6 +105,9 @@ struct Node {
 struct Edge {
   int from = 0;
   int to = 0;
+  // A traced graph's edge type (CUgraphEdgeData): 0 the successor starts after the predecessor
+  // completes; 1 programmatic, 2 launch completion: it may start while the predecessor still runs.
+  std::uint8_t type = 0;
 };
 
 struct LayerGraph {
@@ -113,6 +116,9 @@ struct LayerGraph {
   std::vector<int> end_joins;  // nodes the root waits on before the capture ends (see the top)
   int ranks = 0;
   int layers = 0;
+  // A traced graph's outside work: what ran on its GPUs that is not this graph (another process or
+  // another graph). An occupant or path link whose node is -2 - i names outside_labels[i].
+  std::vector<std::string> outside_labels;
 
   [[nodiscard]] std::vector<int> predecessors(int node) const;
   [[nodiscard]] std::vector<int> successors(int node) const;

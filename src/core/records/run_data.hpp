@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,28 @@ struct RunEnvironment {
 // "2026-12-02T10:15:00Z" for now.
 [[nodiscard]] std::string utc_now_iso8601();
 
+// A traced graph's node: where it sits among conditional and child-graph bodies (tpgraph trace).
+struct NestedNode {
+  int parent = -1;  // the owning child-graph or conditional node; -1: the graph itself
+  int body = 0;     // which of the owner's bodies
+  enum class Conditional : std::uint8_t { none, if_, while_, switch_ } conditional = Conditional::none;
+  // Inside a while body (at any depth): several records per launch are its iterations.
+  bool repeats = false;
+  // Inside a conditional body (at any depth): a launch may not run it, so no record is not missing.
+  bool optional = false;
+  std::uint32_t stream = 0;  // a graph without topology: the CUDA stream its records ran on
+};
+
+// A traced process's graph work on a GPU, as the other processes' variants see it: contention
+// named by process (LayerGraph::outside_labels[label]).
+struct OutsideWork {
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  int device = 0;   // the global device, as Node::device
+  int label = 0;    // index in LayerGraph::outside_labels
+  int process = 0;  // the merge's process index: a variant skips its own processes' work
+};
+
 struct VariantRun {
   Scenario scenario;
   LayerGraph graph;
@@ -61,12 +84,35 @@ struct VariantRun {
   std::string cuda_graph_dot;              // the driver's verbose DOT dump; empty when not taken (eager issue)
   std::optional<Comparison> output_check;  // layer output against the CPU reference
   std::vector<std::string> notes;          // anything the capture wants every output to repeat
+  // Traced graphs only (not in records.json). Why the graph's topology is unknown ("": it is
+  // known): its nodes are then the distinct kernels and copies per stream, with no edges, and the
+  // analysis computes no wait or critical path for it.
+  std::string topology_error;
+  std::vector<NestedNode> nesting;  // [node], or empty: no node is nested
+  // Every traced process's graph work, one list shared by all variants (millions of records are
+  // not copied per variant); this variant counts only what its own processes did not run.
+  std::shared_ptr<const std::vector<OutsideWork>> outside;
+  std::vector<int> own_processes;
+};
+
+// What a trace could not see, for the report's first line (tpgraph trace and analyze of a trace).
+struct TraceCompleteness {
+  std::uint64_t records = 0;             // graph records in all the files
+  std::uint64_t unmatched = 0;           // graph records that reached no node and no graph without topology
+  std::vector<std::string> no_topology;  // per graph: "pid 12 exec 3: why"
+  std::vector<std::string> truncated;    // per file: "pid 12: why"
+  std::string rank_rule;                 // how processes became ranks
+  std::vector<std::string> profiler;     // CUPTI taken from, or by, another profiler
+  [[nodiscard]] bool clean() const { return unmatched == 0 && no_topology.empty() && truncated.empty(); }
+  // "CLEAN: ..." or "NOT CLEAN: ..." with every count: the first line of every output of a trace.
+  [[nodiscard]] std::string line() const;
 };
 
 struct RunData {
   int schema_version = kRunSchemaVersion;
   RunEnvironment env;
   std::vector<VariantRun> variants;
+  std::optional<TraceCompleteness> trace;  // set for a trace, never for a run of the layer
 };
 
 // records.json text (and back). Parsing validates the schema version and every field; a bad

@@ -424,8 +424,8 @@ class FileReader {
       a.bytes = w.bytes > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
                     ? std::numeric_limits<std::int64_t>::max()
                     : static_cast<std::int64_t>(w.bytes);
-      // Graph records take their name from the node; only eager work needs its own.
-      if (w.name_id != 0 && w.graph_node_id == 0) {
+      // Graph records too: in a graph without topology the record's name is all that says what ran.
+      if (w.name_id != 0) {
         if (const auto it = names_.find(w.name_id); it != names_.end()) a.name = it->second;
       }
       out_.records.push_back(std::move(a));

@@ -1,12 +1,20 @@
 // From the record files of a traced program (`tpgraph trace`, one file per process) to the model the
 // timeline analysis reads: a RunData whose variants are the program's graphs. GPU-free.
 //
-// How processes become ranks: graphs are matched across processes by shape (node types and
-// kernel names in node order, and the edges), and launches by ordinal (the k-th launch of that graph
-// in each process). One variant per shape; its ranks are the processes that launched it, in
-// RANK order (else pid order), and its graph is the disjoint union of each process's copy, node
-// labels prefixed "r<rank>.". Replay k is every process's k-th launch. A process that launches two
-// executables of one graph has their launches ordered by correlation id (launch order).
+// How processes become ranks: only where something ties them. A graph holding a collective (a
+// kernel named nccl*), or any graph under --ranks-together, is matched across processes by
+// shape (node types and kernel names in node order, and the edges), and launches by ordinal
+// (the k-th launch of that graph in each process): one variant whose ranks are those processes, in
+// RANK order (else pid order), its graph the disjoint union of each process's copy, node labels
+// prefixed "r<rank>.". Any other graph is its own process's variant: independent processes are
+// never put on one replay, and what the others ran on the same GPU is outside work (contention
+// named "pid N: kernel"). A process that launches two executables of one graph has their launches
+// ordered by correlation id (launch order). An executable updated after instantiation (a graph
+// chunk per version) gives a variant per version, named graph-N.vK, so no median mixes them.
+//
+// Completeness: every record reaches a node, or a graph without topology (its chunk says why, or an
+// executable was launched whose chunk never came): such a graph's records become a per-stream
+// timeline (nodes are what ran, no edges), or it is counted unmatched; RunData::trace says it.
 //
 // Time base: CUPTI timestamps of processes on one host share CLOCK_REALTIME. Files from several
 // hosts (different boot ids) are refused unless the clocks are declared synced, or aligned on the
@@ -28,6 +36,7 @@ enum class ClockPolicy { same_host, assume_synced, align_collectives };
 
 struct TraceMergeOptions {
   ClockPolicy clocks = ClockPolicy::same_host;
+  bool ranks_together = false;  // every process launching a graph is a rank of one replay of it
 };
 
 // Per process: what it was and what it recorded, for the report.

@@ -92,6 +92,8 @@ std::string node_name(const LayerGraph& g, int node) {
 }
 
 std::string occupant_name(const LayerGraph& g, const Occupant& o) {
+  if (o.node <= -2 && static_cast<std::size_t>(-2 - o.node) < g.outside_labels.size())
+    return g.outside_labels[static_cast<std::size_t>(-2 - o.node)];  // another process's or graph's work
   if (o.node < 0 || static_cast<std::size_t>(o.node) >= g.nodes.size()) return "work matching no node";
   return o.other_replay ? node_name(g, o.node) + " of another replay" : node_name(g, o.node);
 }

@@ -159,14 +159,20 @@ Table summary_table(const RunData& run, const RunAnalysis& analysis, bool waits_
              s.span_us.count ? fmt::format("{:.1f}", s.span_us.median) : "-", ratio_cell(s),
              first ? overlap_cell(v) : "", first ? verdict_cell(v) : "", first ? host_cell(v) : "",
              first ? trace_cost_cell(v) : "", first ? check_cell(vr) : "",
-             first ? (v.health.clean() ? "clean" : "NOT CLEAN") : ""});
+             first ? (!v.no_topology.empty() ? "NO TOPOLOGY"
+                      : v.health.clean()     ? "clean"
+                                             : "NOT CLEAN")
+                   : ""});
     }
     if (waits_as_lines) {
       if (v.ranks >= 2) t.line(fmt::format("    verdict: {}", verdict_basis_text(v)));
       for (std::size_t w = 0; w < std::min<std::size_t>(3, v.waits.size()); ++w)
         t.line(
             fmt::format("    {} {}", w == 0 ? "top waits:" : "          ", typical_wait_text(vr.graph, v, v.waits[w])));
-      t.line(fmt::format("    critical path: {}", critical_path_text(vr, v, 4)));
+      if (v.no_topology.empty()) t.line(fmt::format("    critical path: {}", critical_path_text(vr, v, 4)));
+      if (vr.graph.traced())
+        for (const auto& line : traced_lines(vr, v))
+          if (!line.starts_with("traced ")) t.line("    " + line);
       const OutlierReplay* worst = worst_outlier(v);
       t.line(fmt::format("    outliers: {} of {} replays{}{}", v.outliers.size(), v.replay_count,
                          worst ? "; furthest: " : "", worst ? outlier_text(vr, v, *worst) : ""));

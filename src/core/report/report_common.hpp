@@ -36,6 +36,15 @@ inline constexpr double kShownAtLeastUs = 0.05;
 [[nodiscard]] Table summary_table(const RunData& run, const RunAnalysis& analysis, bool waits_as_lines);
 // The run's warnings: unclean collection, ranks sharing a GPU, variants that are not steady.
 [[nodiscard]] std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& analysis);
+// report.md's first lines: a trace's completeness line first (CLEAN or NOT CLEAN, why), then the
+// title and trace_header_lines; a run's title alone.
+[[nodiscard]] std::string report_heading(const RunData& run);
+// Graphs without topology, truncated files, the program's profiler refused CUPTI (or holding it),
+// and how processes became ranks.
+[[nodiscard]] std::vector<std::string> trace_header_lines(const TraceCompleteness& t);
+// A traced graph's own lines: which process each rank is, no topology and its per-stream records,
+// while loops' iterations and which if/switch body ran.
+[[nodiscard]] std::vector<std::string> traced_lines(const VariantRun& vr, const VariantTimeline& v);
 // One geometry and replay count for the whole run, or empty when variants differ.
 [[nodiscard]] std::string common_setup(const RunData& run);
 

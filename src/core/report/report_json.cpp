@@ -95,6 +95,38 @@ std::string indented(const std::string& text, std::size_t depth) {
   return out;
 }
 
+// A trace's completeness, rank rule and profiler lines: report.md's first line and header.
+json trace_json(const TraceCompleteness& t) {
+  return json{{"clean", t.clean()},           {"line", t.line()},
+              {"graph_records", t.records},   {"unmatched", t.unmatched},
+              {"no_topology", t.no_topology}, {"truncated", t.truncated},
+              {"rank_rule", t.rank_rule},     {"profiler", t.profiler}};
+}
+
+// A traced graph's own members: no topology and its per-stream nodes, conditional bodies.
+void add_traced_json(json& out, const VariantRun& vr, const VariantTimeline& v) {
+  out["no_topology"] = v.no_topology.empty() ? json(nullptr) : json(v.no_topology);
+  json streams = json::array();
+  for (const auto& s : v.stream_nodes)
+    streams.push_back(json{{"node", vr.graph.nodes[static_cast<std::size_t>(s.node)].label},
+                           {"stream", s.stream},
+                           {"duration_us", stats_json(s.duration_us, 3)},
+                           {"gap_us", stats_json(s.gap_us, 3)}});
+  out["stream_nodes"] = streams;
+  json conditionals = json::array();
+  for (const auto& c : v.conditionals) {
+    const char* kind = c.kind == NestedNode::Conditional::while_ ? "while"
+                       : c.kind == NestedNode::Conditional::if_  ? "if"
+                                                                 : "switch";
+    conditionals.push_back(json{{"node", vr.graph.nodes[static_cast<std::size_t>(c.node)].label},
+                                {"kind", kind},
+                                {"launches", c.launches},
+                                {"iterations", stats_json(c.iterations, 1)},
+                                {"body_ran_in_launches", c.ran_in}});
+  }
+  out["conditionals"] = conditionals;
+}
+
 using Sink = std::function<void(std::string_view)>;
 
 // `object` as dump(1) prints it at `depth`; `member(key, depth)` may write a member's value itself
@@ -336,31 +368,34 @@ void write_report_json(const RunData& run, const RunAnalysis& analysis,
                            {"memory_bytes", d.memory_bytes},
                            {"pci_bus_id", d.pci_bus_id}});
   std::vector<json> variants;  // each with "replays" to be streamed
-  for (std::size_t i = 0; i < analysis.variants.size(); ++i)
+  for (std::size_t i = 0; i < analysis.variants.size(); ++i) {
     variants.push_back(variant_json(run, analysis, i, folders[i]));
+    if (run.variants[i].graph.traced()) add_traced_json(variants.back(), run.variants[i], analysis.variants[i]);
+  }
   json banners = json::array();
   for (const auto& line : run_banners(run, analysis)) banners.push_back(line);
-  const json doc{{"schema_version", kReportSchemaVersion},
-                 {"kind", "tpgraph-report"},
-                 {"tool_version", run.env.tool_version},
-                 {"git_revision", run.env.git_revision},
-                 {"records_schema_version", run.schema_version},
-                 {"hostname", run.env.hostname},
-                 {"started_at", run.env.started_at},
-                 {"versions", json{{"driver", run.env.driver_version},
-                                   {"runtime", run.env.runtime_version},
-                                   {"cupti", run.env.cupti_version}}},
-                 {"devices", devices},
-                 {"thresholds", json{{"overlapped_at_least", kOverlappedAtLeast},
-                                     {"serialized_at_most", kSerializedAtMost},
-                                     {"event_span_tolerance", kEventSpanTolerance},
-                                     {"outlier_mads", kOutlierMads},
-                                     {"outlier_fraction_of_median", kOutlierFraction},
-                                     {"text", verdict_thresholds_text()}}},
-                 {"collection_clean", analysis.collection_clean()},
-                 {"banners", banners},
-                 {"time_base_ns", analysis.base_ns},
-                 {"variants", json::array()}};  // streamed below
+  json doc{{"schema_version", kReportSchemaVersion},
+           {"kind", "tpgraph-report"},
+           {"tool_version", run.env.tool_version},
+           {"git_revision", run.env.git_revision},
+           {"records_schema_version", run.schema_version},
+           {"hostname", run.env.hostname},
+           {"started_at", run.env.started_at},
+           {"versions", json{{"driver", run.env.driver_version},
+                             {"runtime", run.env.runtime_version},
+                             {"cupti", run.env.cupti_version}}},
+           {"devices", devices},
+           {"thresholds", json{{"overlapped_at_least", kOverlappedAtLeast},
+                               {"serialized_at_most", kSerializedAtMost},
+                               {"event_span_tolerance", kEventSpanTolerance},
+                               {"outlier_mads", kOutlierMads},
+                               {"outlier_fraction_of_median", kOutlierFraction},
+                               {"text", verdict_thresholds_text()}}},
+           {"collection_clean", analysis.collection_clean()},
+           {"banners", banners},
+           {"time_base_ns", analysis.base_ns},
+           {"variants", json::array()}};  // streamed below
+  if (run.trace) doc["trace"] = trace_json(*run.trace);
   // As doc.dump(1) prints it, with each variant's replays made and written one at a time: a trace
   // of half a million replays would otherwise hold every one as a JSON value, then as text.
   write_object(doc, 0, sink, [&](const std::string& key, std::size_t depth) {

@@ -27,7 +27,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   std::string out;
   auto it = std::back_inserter(out);
   const auto folders = variant_folder_names(run);
-  fmt::format_to(it, "# tpgraph run report\n\n");
+  out += report_heading(run);
   for (const auto& line : run_banners(run, analysis)) fmt::format_to(it, "**{}**\n\n", line);
   const std::string setup = common_setup(run);
   if (!setup.empty()) fmt::format_to(it, "{}\n\n", setup);
@@ -55,8 +55,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
     if (!shared.empty()) fmt::format_to(it, "**NOTE: {}.**\n\n", shared);
     if (vr.graph.traced()) {
       fmt::format_to(it, "- {} launches analysed; outputs in `{}/`\n", v.replay_count, folders[i]);
-      for (const auto& note : vr.notes)
-        if (note.starts_with("traced ")) fmt::format_to(it, "- {}\n", note);
+      for (const auto& line : traced_lines(vr, v)) fmt::format_to(it, "- {}\n", line);
       fmt::format_to(it, "\n");
     } else
       fmt::format_to(it,
@@ -170,7 +169,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
                        node_name(vr.graph, cp.speedup_node), cp.speedup_us);
       else out += "\n";
     } else {
-      fmt::format_to(it, "No replay has records.\n\n");
+      fmt::format_to(it, "{}\n\n", v.no_topology.empty() ? "No replay has records." : "None: the topology is unknown.");
     }
 
     fmt::format_to(it, "### Outliers and steadiness\n\n");

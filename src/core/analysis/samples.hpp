@@ -1,0 +1,59 @@
+// Private to the timeline analysis (timeline.cpp, samples.cpp): one node in one replay as the
+// summaries over replays need it, how records are placed into these samples, and the summaries that
+// only traced graphs have (conditional bodies, graphs without topology).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/analysis/timeline.hpp"
+
+namespace tpgraph::timeline_detail {
+
+[[nodiscard]] inline double ns_to_us(std::uint64_t later, std::uint64_t earlier) {
+  // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+  const auto diff = later >= earlier ? static_cast<double>(later - earlier) : -static_cast<double>(earlier - later);
+  return diff / 1000.0;
+}
+
+// CUPTI reports kernels and copies; allocation, free and event-record nodes leave no record.
+[[nodiscard]] inline bool leaves_record(NodeKind k) {
+  const CudaNodeType t = cuda_node_type(k);
+  return t == CudaNodeType::kernel || t == CudaNodeType::memcpy || t == CudaNodeType::memset;
+}
+
+// 48 bytes where a NodeTiming with its occupants takes over 100 (a trace of ten million records
+// keeps one per record).
+struct Sample {
+  std::uint64_t start_ns = 0;  // 0: no record
+  std::uint64_t end_ns = 0;
+  std::uint64_t ready_ns = 0;
+  std::uint64_t contention_ns = 0;
+  double arrival_us = 0;
+  int ready_from = -1;
+  std::uint32_t count = 0;  // records placed here: a while body's iterations, else 1
+  [[nodiscard]] bool recorded() const { return start_ns != 0; }
+  [[nodiscard]] double wait_us() const { return ns_to_us(start_ns, ready_ns); }
+  [[nodiscard]] double duration_us() const { return ns_to_us(end_ns, start_ns); }
+  [[nodiscard]] double contention_us() const { return static_cast<double>(contention_ns) / 1000.0; }
+  // As split_wait computes it: 0 when the node did not wait.
+  [[nodiscard]] double idle_us() const {
+    return start_ns > ready_ns ? static_cast<double>(start_ns - ready_ns - contention_ns) / 1000.0 : 0.0;
+  }
+};
+static_assert(sizeof(Sample) == 48);
+
+// Every record in its [replay * nodes + node] sample, counting in `health` what does not fit. A
+// node in a while body (NestedNode::repeats) takes several records per replay as iterations: its
+// sample spans the first start to the last end. Nodes of a conditional body may leave none.
+[[nodiscard]] std::vector<Sample> place_records(const VariantRun& v, std::size_t replays, TimelineHealth& health);
+
+// Per conditional node: iterations or bodies run, over the present replays.
+[[nodiscard]] std::vector<ConditionalSummary> summarize_conditionals(const VariantRun& v,
+                                                                     const std::vector<Sample>& samples,
+                                                                     const std::vector<ReplayTimeline>& replays);
+// A graph without topology: per node its stream, durations and the gaps on its stream.
+[[nodiscard]] std::vector<StreamNodeSummary> summarize_streams(const VariantRun& v, const std::vector<Sample>& samples,
+                                                               std::size_t replays);
+
+}  // namespace tpgraph::timeline_detail
