@@ -119,8 +119,8 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
   graph_ = build_layer_graph(scenario_, inputs_->routing, visible_);
 
   if (!model_) {
-    say(progress, fmt::format("uploading weights ({} layout) for ranks on GPUs {}", scenario_.layout,
-                              fmt::join(devices, ",")));
+    say(progress,
+        fmt::format("uploading weights ({} layout) for ranks on GPUs {}", scenario_.layout, fmt::join(devices, ",")));
     auto m = std::make_shared<DeviceModel>();
     m->inputs = inputs_;
     m->layout = scenario_.layout;

@@ -172,8 +172,8 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
   std::string title = fmt::format(
       "{}: {}\nexperts {}, top-k {}, hidden {}, ff {}, tokens {}, ranks {}, layers {} | peer copy {}, "
       "join {}, root busy {}, alloc {}, issue {}",
-      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers, s.peer_copy,
-      s.join, s.root_busy, s.alloc, s.issue);
+      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers, s.peer_copy, s.join,
+      s.root_busy, s.alloc, s.issue);
   if (timed)
     title += fmt::format(
         "\nmedian span {:.1f} µs over {} replays; fill: share of the span a node ran; red border: "
