@@ -246,8 +246,8 @@ void run_check(const CheckArgs& args) {
   std::string head;
   fmt::format_to(std::back_inserter(head),
                  "tpgraph check: E={} k={} hidden={} ff={} t={} ranks={} layout {} weights {} seed {} on {}\n",
-                 g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, to_string(s.layout), to_string(s.weights),
-                 s.seed, device_list.at(static_cast<std::size_t>(devices.front())).name);
+                 g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layout, s.weights, s.seed,
+                 device_list.at(static_cast<std::size_t>(devices.front())).name);
   fmt::print("{}", head);
   std::fflush(stdout);
 

@@ -70,11 +70,10 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
   fmt::format_to(w, "geometry   experts {}, top-k {}, hidden {}, ff {} per rank, tokens {}, ranks {}\n", g.experts,
                  g.top_k, g.hidden, g.ff, g.tokens, g.ranks);
   fmt::format_to(w, "variant    layers {}, peer copy {}{}, join {}, root busy {}, alloc {}, issue {}\n", s.layers,
-                 to_string(s.peer_copy), s.peer_copy == PeerCopy::none ? std::string{} : " (" + copy_rows_text(s) + ")",
-                 to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
+                 s.peer_copy, s.peer_copy == PeerCopy::none ? std::string{} : " (" + copy_rows_text(s) + ")", s.join,
+                 s.root_busy, s.alloc, s.issue);
   fmt::format_to(w, "run        replays {} after {} warm-up, layout {}, weights {}{}, seed {}\n", s.replays, s.warmup,
-                 to_string(s.layout), to_string(s.weights),
-                 s.weights == WeightsKind::zeros ? " (numerics VACUOUS)" : "", s.seed);
+                 s.layout, s.weights, s.weights == WeightsKind::zeros ? " (numerics VACUOUS)" : "", s.seed);
   fmt::format_to(w, "devices    ");
   for (int r = 0; r < g.ranks; ++r)
     fmt::format_to(w, "{}rank {} -> GPU {}", r == 0 ? "" : ", ", r, s.device_of(r, visible));
@@ -118,7 +117,7 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
     }
   }
   out += "           rank  GPU";
-  for (auto i : shown) fmt::format_to(w, " {:>8}", to_string(kKinds[i]));
+  for (auto i : shown) fmt::format_to(w, " {:>8}", kKinds[i]);
   out += "  nodes   GFLOP  kernel bytes\n";
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& rk = ranks[r];
@@ -134,7 +133,7 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
     bool first = true;
     for (std::size_t i = 0; i < kCudaTypes.size(); ++i) {
       if (ranks[r].by_type[i] == 0) continue;
-      fmt::format_to(w, "{} {} {}", first ? "" : ",", to_string(kCudaTypes[i]), ranks[r].by_type[i]);
+      fmt::format_to(w, "{} {} {}", first ? "" : ",", kCudaTypes[i], ranks[r].by_type[i]);
       first = false;
     }
   }

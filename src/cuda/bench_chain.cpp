@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "cuda/capture.hpp"
@@ -81,6 +82,52 @@ ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays) {
 
 std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays) {
   return TimedGraph(layer, kGemmSteps).replay(warmup, replays);
+}
+
+int bench_tile_count() { return kernels::gemm_tile_count(); }
+
+namespace {
+
+std::vector<bench::StepMeasurement> chain_steps(const RankLayer& layer, const Routing& routing,
+                                                std::vector<std::vector<double>> chain_us) {
+  std::vector<bench::StepMeasurement> steps;
+  for (std::size_t i = 0; i < kChainSteps.size(); ++i) {
+    const ChainStep step = kChainSteps[i];
+    const bool ffn = step == ChainStep::gate || step == ChainStep::up;
+    const StepCost cost = step_cost(step, layer.geometry(), routing, ffn ? layer.gemm_rows(step) : 0);
+    steps.push_back({std::string(to_string(step)), cost.bytes, cost.weight_bytes, cost.flops, std::move(chain_us[i])});
+  }
+  return steps;
+}
+
+std::vector<bench::TileMeasurement> tile_sweep(RankLayer& layer, const Routing& routing, int warmup, int replays) {
+  std::vector<bench::TileMeasurement> tiles;
+  for (int tile = 0; tile < kernels::gemm_tile_count(); ++tile) {
+    layer.replan(routing, tile);
+    auto us = time_gemms(layer, warmup, std::max(10, replays / 4));
+    const kernels::GemmTile shape = kernels::gemm_tile(tile);
+    tiles.push_back({tile, shape.block_rows(), shape.block_tokens(), {us[0], us[1], us[2], us[3]}});
+  }
+  return tiles;
+}
+
+}  // namespace
+
+bench::TokenMeasurement measure_bench_tokens(RankLayer& layer, const Routing& routing, int warmup, int replays,
+                                             bool all_tiles) {
+  ChainTimes times = time_rank_chain(layer, warmup, replays);
+  bench::TokenMeasurement m;
+  m.tokens = layer.geometry().tokens;
+  m.pairs = routing.n_pairs();
+  m.active_experts = routing.n_active();
+  m.layout = std::string(to_string(layer.layout()));
+  m.tile_gate_up = layer.gate_tile();
+  m.tile_down = layer.down_tile();
+  m.chain_us = times.chain_us.back();
+  m.steps = chain_steps(layer, routing, std::move(times.chain_us));
+  for (std::size_t i = 0; i < m.gemms_us.size(); ++i) m.gemms_us[i] = std::move(times.gemm_us[i]);
+  if (all_tiles) m.tiles = tile_sweep(layer, routing, warmup, replays);
+  return m;
 }
 
 }  // namespace tpgraph::cuda

@@ -4,6 +4,7 @@
 #pragma once
 #include <vector>
 
+#include "core/analysis/bench_model.hpp"
 #include "cuda/layer_buffers.hpp"
 #include "cuda/owners.hpp"
 
@@ -46,5 +47,15 @@ struct ChainTimes {
 
 // The three grouped GEMMs alone, with the layer's current plan (after RankLayer::replan).
 [[nodiscard]] std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays);
+
+// How many GEMM tiles --tile and --all-tiles choose from (kernels::gemm_tile_count()).
+[[nodiscard]] int bench_tile_count();
+
+// Everything bench times for one token count on `layer` (built with `routing`): the chain and its
+// GEMMs alone (time_rank_chain), each kernel's cost from the shapes (step_cost), the plan's tiles;
+// with `all_tiles`, the three GEMMs again with every tile (max(10, replays / 4) replays each), which
+// leaves `layer` planned with the last tile.
+[[nodiscard]] bench::TokenMeasurement measure_bench_tokens(RankLayer& layer, const Routing& routing, int warmup,
+                                                           int replays, bool all_tiles);
 
 }  // namespace tpgraph::cuda

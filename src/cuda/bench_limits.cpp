@@ -2,7 +2,6 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -68,35 +67,17 @@ int sm_count(int device) {
 
 }  // namespace
 
-std::string to_string(kernels::StreamKind kind) {
-  switch (kind) {
-    case kernels::StreamKind::read: return "read";
-    case kernels::StreamKind::write: return "write";
-    case kernels::StreamKind::copy: return "copy";
-  }
-  return "?";
-}
-
-std::string describe(const kernels::StreamShape& shape) {
-  return fmt::format("{} blocks x {} threads, {}-byte vectors x {}", shape.blocks, shape.threads, shape.vector_bytes,
-                     shape.unroll);
-}
-
-std::string describe(const kernels::MmaPeakShape& shape) {
-  return fmt::format("wgmma m64n{}k16 f32.f16.f16, {} blocks x {} warpgroups", shape.n, shape.blocks, shape.warpgroups);
-}
-
-StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int64_t bytes, int reps) {
+StreamLimit measure_stream_limit(int device, bench::StreamKind kind, std::int64_t bytes, int reps) {
   const DeviceScope scope(device);
   const auto n = static_cast<std::size_t>(bytes);
   // A buffer many times the L2, so every launch streams from and to device memory.
   DeviceBuffer<std::uint8_t> src;
   DeviceBuffer<std::uint8_t> dst;
-  if (kind != kernels::StreamKind::write) {
+  if (kind != bench::StreamKind::write) {
     src = DeviceBuffer<std::uint8_t>(device, n);
     TPG_CUDA(cudaMemset(src.get(), 0x5a, n));
   }
-  if (kind != kernels::StreamKind::read) {
+  if (kind != bench::StreamKind::read) {
     dst = DeviceBuffer<std::uint8_t>(device, n);
     TPG_CUDA(cudaMemset(dst.get(), 0, n));
   }
@@ -106,7 +87,7 @@ StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int6
   StreamLimit limit;
   limit.kind = kind;
   limit.buffer_bytes = bytes;
-  limit.moved_bytes = kind == kernels::StreamKind::copy ? 2 * bytes : bytes;
+  limit.moved_bytes = kind == bench::StreamKind::copy ? 2 * bytes : bytes;
   for (const int per_sm : {1, 2, 4, 8}) {
     for (const int vector_bytes : {4, 8, 16}) {
       for (const int unroll : {1, 2, 4}) {
@@ -114,7 +95,7 @@ StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int6
         const auto us = time_calls(stream.get(), device, 2, reps, [&] {
           kernels::stream_memory(kind, src.get(), dst.get(), bytes, shape, sink.get(), stream.get());
         });
-        StreamTrial trial{shape, median(us), 0.0};
+        bench::StreamTrial trial{shape, median(us), 0.0};
         trial.tbps = static_cast<double>(limit.moved_bytes) / (trial.median_us * 1e-6) / 1e12;
         limit.trials.push_back(trial);
         if (trial.tbps > limit.best.tbps) limit.best = trial;
@@ -139,7 +120,7 @@ MmaLimit measure_mma_peak(int device, int reps) {
         const kernels::MmaPeakShape shape{n, warpgroups, sms * per_sm};
         const auto us = time_calls(stream.get(), device, 2, reps,
                                    [&] { kernels::mma_peak(shape, limit.iterations, sink.get(), stream.get()); });
-        MmaTrial trial{shape, median(us), 0.0};
+        bench::MmaTrial trial{shape, median(us), 0.0};
         trial.tflops = kernels::mma_peak_flops(shape, limit.iterations) / (trial.median_us * 1e-6) / 1e12;
         limit.trials.push_back(trial);
         if (trial.tflops > limit.best.tflops) limit.best = trial;
@@ -206,6 +187,19 @@ std::int64_t l2_cache_bytes(int device) {
   int l2 = 0;
   TPG_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   return l2;
+}
+
+bench::Limits measure_limits(int device, std::int64_t stream_bytes) {
+  bench::Limits limits;
+  limits.measured = true;
+  limits.read = measure_stream_limit(device, bench::StreamKind::read, stream_bytes, 10);
+  limits.write = measure_stream_limit(device, bench::StreamKind::write, stream_bytes, 10);
+  limits.copy = measure_stream_limit(device, bench::StreamKind::copy, stream_bytes, 10);
+  if (kernels::mma_peak_built()) limits.mma = measure_mma_peak(device, 10);
+  limits.cublas = measure_tensor_throughput(device, 8192, 20);
+  limits.memcpy = measure_memcpy(device, std::int64_t{1} << 31, 20);
+  limits.l2_bytes = l2_cache_bytes(device);
+  return limits;
 }
 
 }  // namespace tpgraph::cuda

@@ -4,65 +4,36 @@
 // these, not of a datasheet.
 #pragma once
 #include <cstdint>
-#include <string>
-#include <vector>
 
+#include "core/analysis/bench_model.hpp"
 #include "kernels/limits.hpp"
 
 namespace tpgraph::cuda {
 
-struct StreamTrial {
-  kernels::StreamShape shape;
-  double median_us = 0;
-  double tbps = 0;
-};
-struct StreamLimit {
-  kernels::StreamKind kind = kernels::StreamKind::read;
-  std::int64_t buffer_bytes = 0;  // the buffer read, written or copied
-  std::int64_t moved_bytes = 0;   // per launch: copy counts read + write
-  StreamTrial best;
-  std::vector<StreamTrial> trials;  // every shape tried
-};
+using bench::MemcpyRate;
+using bench::MmaLimit;
+using bench::StreamLimit;
+using bench::TensorLimit;
+
 // Sweeps block counts (1, 2, 4, 8 per SM) x vector widths (4, 8, 16 bytes) x accesses in flight
 // (1, 2, 4) over a `bytes` buffer, `reps` timed launches each (stats::median), and keeps the fastest.
-[[nodiscard]] StreamLimit measure_stream_limit(int device, kernels::StreamKind kind, std::int64_t bytes, int reps);
-[[nodiscard]] std::string to_string(kernels::StreamKind kind);
-// "256 blocks x 256 threads, 16-byte vectors x 4"
-[[nodiscard]] std::string describe(const kernels::StreamShape& shape);
+[[nodiscard]] StreamLimit measure_stream_limit(int device, bench::StreamKind kind, std::int64_t bytes, int reps);
 
-struct MmaTrial {
-  kernels::MmaPeakShape shape;
-  double median_us = 0;
-  double tflops = 0;
-};
-struct MmaLimit {
-  int iterations = 0;  // k16 x 4 steps per warpgroup per launch
-  MmaTrial best;
-  std::vector<MmaTrial> trials;
-};
 // Sweeps N (64, 128, 160) x warpgroups per block (1, 2, 3) x blocks per SM (1, 2) of the wgmma
 // peak kernel and keeps the fastest. Call only where kernels::mma_peak_built().
 [[nodiscard]] MmaLimit measure_mma_peak(int device, int reps);
-// "wgmma m64n160k16 f32.f16.f16, 264 blocks x 2 warpgroups"
-[[nodiscard]] std::string describe(const kernels::MmaPeakShape& shape);
 
-struct MemcpyRate {
-  std::int64_t bytes = 0;  // one copy's size; read + write moves twice that
-  double median_us = 0;
-  double tbps = 0;  // (read + write) / median
-};
 // A device-to-device cudaMemcpyAsync of `bytes`, captured in a graph and replayed `replays` times.
 [[nodiscard]] MemcpyRate measure_memcpy(int device, std::int64_t bytes, int replays);
 
-struct TensorLimit {
-  int n = 0;  // n x n x n
-  double median_us = 0;
-  double tflops = 0;  // 2 n^3 / median
-};
 // cublasGemmEx, fp16 inputs (random, not zeros), fp32 output and accumulation, `reps` timed calls.
 [[nodiscard]] TensorLimit measure_tensor_throughput(int device, int n, int reps);
 
 // The L2 cache of `device` in bytes.
 [[nodiscard]] std::int64_t l2_cache_bytes(int device);
+
+// Every limit bench states its kernels against: read, write and copy over `stream_bytes` buffers,
+// the MMA peak where the build has wgmma, cuBLAS's fp16 GEMM at 8192^3, a 2 GiB memcpy, the L2.
+[[nodiscard]] bench::Limits measure_limits(int device, std::int64_t stream_bytes);
 
 }  // namespace tpgraph::cuda

@@ -1,7 +1,7 @@
 // Issuing a layer graph on the ranks' streams: once under stream capture (the graph tpgraph
-// replays) or every time, eagerly (the original harness's way). Both walk the same nodes in the same
-// order with the same cross-stream events, so the captured topology is the layer graph's by
-// construction, and the driver's graph is then checked against it anyway.
+// replays) or every time, eagerly (as the hand-made harness tpgraph replaces did). Both walk the
+// same nodes in the same order with the same cross-stream events, so the captured topology is the
+// layer graph's by construction, and the driver's graph is then checked against it anyway.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
 #include "core/numerics/geometry.hpp"
 #include "core/numerics/nvfp4_layout.hpp"
 #include "core/numerics/reference.hpp"
@@ -70,6 +71,7 @@ inline constexpr std::array<ChainStep, 7> kChainSteps{ChainStep::quantize_z, Cha
                                                       ChainStep::swiglu,     ChainStep::quantize_a, ChainStep::down,
                                                       ChainStep::combine};
 [[nodiscard]] std::string_view to_string(ChainStep s);
+[[nodiscard]] inline std::string_view format_as(ChainStep s) { return to_string(s); }
 
 // Bytes a step reads plus writes and its floating-point operations (GEMMs: 2 per multiply-add over
 // the routed rows), counted from the shapes for bench's achieved rates. Weight bytes are those of

@@ -89,7 +89,7 @@ std::shared_ptr<const LayerInputs> make_layer_inputs(const Scenario& s, int samp
     auto made = std::make_shared<std::vector<RankWeights>>();
     for (int r = 0; r < g.ranks; ++r) {
       say(progress, fmt::format("generating rank {} weights ({} experts, {}x{} and {}x{}, {})", r, g.experts, g.ff,
-                                g.hidden, g.hidden, g.ff, to_string(s.weights)));
+                                g.hidden, g.hidden, g.ff, s.weights));
       made->push_back(make_rank_weights(g, r, s.weights, s.seed));
     }
     weights = std::move(made);
@@ -119,8 +119,8 @@ PreparedVariant::PreparedVariant(const Scenario& s, std::shared_ptr<const LayerI
   graph_ = build_layer_graph(scenario_, inputs_->routing, visible_);
 
   if (!model_) {
-    say(progress, fmt::format("uploading weights ({} layout) for ranks on GPUs {}", to_string(scenario_.layout),
-                              fmt::join(devices, ",")));
+    say(progress,
+        fmt::format("uploading weights ({} layout) for ranks on GPUs {}", scenario_.layout, fmt::join(devices, ",")));
     auto m = std::make_shared<DeviceModel>();
     m->inputs = inputs_;
     m->layout = scenario_.layout;

@@ -27,7 +27,7 @@ struct GemmArgs {
 // Launches mma.sync tile `tile` (gemm_mma.cu) or wgmma tile `tile` (gemm_wgmma.cu) over `grid`
 // plan items, for layout v2 (`v2`) or v1 weights. `routed_rows` (the rows of x16) bounds the
 // wgmma kernel's tensor copies. Throw std::invalid_argument for a tile of the other kind and
-// std::runtime_error when the launch fails.
+// cuda::CudaError when the launch fails.
 void launch_mma(const GemmArgs& args, bool v2, int tile, int grid, Stream stream);
 void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream);
 

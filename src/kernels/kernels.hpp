@@ -1,7 +1,8 @@
 // Launch functions of tpgraph's GPU kernels. Plain C++: no CUDA syntax, so the core, the capture
 // code and the tests can include it. Every function enqueues on `stream` and returns at once; it
-// throws std::runtime_error if the launch itself fails. Nothing here allocates or synchronizes, so
-// every call can be captured into a CUDA graph. Numerics follow src/core/numerics/reference.hpp step by step.
+// throws cuda::CudaError (cuda_error/error.hpp, a std::runtime_error) if the launch itself fails. Nothing here
+// allocates or synchronizes, so every call can be captured into a CUDA graph. Numerics follow
+// src/core/numerics/reference.hpp step by step.
 #pragma once
 #include <cstdint>
 #include <span>

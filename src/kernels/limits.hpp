@@ -4,37 +4,29 @@
 #pragma once
 #include <cstdint>
 
+#include "core/analysis/bench_shapes.hpp"
 #include "kernels/kernels.hpp"
 
 namespace tpgraph::kernels {
 
-enum class StreamKind { read, write, copy };
-
-// A launch shape of the streaming kernels: `blocks` x `threads`, each thread moving `vector_bytes`
-// (4, 8 or 16) per access with `unroll` (1, 2 or 4) accesses in flight, grid-stride over the buffer.
-struct StreamShape {
-  int blocks = 0;
-  int threads = 256;
-  int vector_bytes = 16;
-  int unroll = 1;
-};
+// The kinds and launch shapes are core's (core/analysis/bench_shapes.hpp), so the limits bench
+// records name the shape that gave them without a copy of the type.
+using StreamKind = bench::StreamKind;
+using StreamShape = bench::StreamShape;
+using MmaPeakShape = bench::MmaPeakShape;
 
 // read: every byte of src[0, bytes) loaded once (a fold of the values is stored to *sink only if
 // it hits a value the fill never gives, so nothing is optimised away). write: dst[0, bytes)
 // stored once. copy: src to dst. `bytes` must be a multiple of 16 and the pointers 16-byte
-// aligned. Throws std::invalid_argument for an unsupported shape, std::runtime_error if the
-// launch fails.
+// aligned. Throws std::invalid_argument for an unsupported shape, cuda::CudaError if the launch
+// fails.
 void stream_memory(StreamKind kind, const void* src, void* dst, std::int64_t bytes, const StreamShape& shape,
                    std::uint32_t* sink, Stream stream);
 
-// A launch shape of the tensor-core peak kernel: `blocks` blocks of `warpgroups` warpgroups, each
-// warpgroup issuing wgmma.mma_async m64nNk16 f32.f16.f16 with A from registers and B from shared
-// memory by a 128-byte-swizzle descriptor, N = `n` (64, 128 or 160): the grouped GEMM's instruction.
-struct MmaPeakShape {
-  int n = 160;
-  int warpgroups = 2;
-  int blocks = 0;
-};
+// The tensor-core peak kernel: each warpgroup of MmaPeakShape issues wgmma.mma_async m64nNk16
+// f32.f16.f16 with A from registers and B from shared memory by a 128-byte-swizzle descriptor, the
+// grouped GEMM's instruction.
+//
 // False where the build has no sm_90a code (wgmma): the peak cannot be measured.
 [[nodiscard]] bool mma_peak_built();
 // Each warpgroup runs `iterations` x 4 k16 steps, keeping one commit group in flight as the GEMM

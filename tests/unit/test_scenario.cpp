@@ -1,5 +1,6 @@
 #include "catch.hpp"
 
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
@@ -8,9 +9,13 @@
 #include <set>
 #include <string>
 
+#include "core/analysis/timeline.hpp"
 #include "core/base/error.hpp"
 #include "core/base/json_input.hpp"
 #include "core/model/scenario.hpp"
+#include "core/numerics/nvfp4_layout.hpp"
+#include "core/numerics/reference.hpp"
+#include "core/records/records.hpp"
 
 using namespace tpgraph;
 
@@ -326,4 +331,16 @@ TEST_CASE("the JSON input helpers", "[scenario][hostile]") {
   CHECK(has_control_characters("\x7f"));
   CHECK(has_control_characters("\xc2\x9b"));  // C1 CSI
   CHECK(!has_control_characters("\xc2\xa0 plain"));
+}
+
+TEST_CASE("every enum with a name prints by that name through fmt, width and alignment included", "[format]") {
+  // fmt 9 prints an enum without a formatter as its number: these would read "1", "0", ...
+  CHECK(fmt::format("{}", PeerCopy::first) == to_string(PeerCopy::first));
+  CHECK(fmt::format("{}", JoinKind::reduce) == to_string(JoinKind::reduce));
+  CHECK(fmt::format("{}", AllocKind::fresh) == to_string(AllocKind::fresh));
+  CHECK(fmt::format("{}", IssueKind::eager) == to_string(IssueKind::eager));
+  CHECK(fmt::format("{}", WeightsKind::zeros) == "zeros");
+  CHECK(fmt::format("[{:>4}]", Layout::v1) == "[  v1]");
+  CHECK(fmt::format("{:<8}|", ActivityKind::memset) == "memset  |");
+  CHECK(fmt::format("{}", Verdict::serialized) == to_string(Verdict::serialized));
 }

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
 #include "core/records/run_data.hpp"
 
 namespace tpgraph {
@@ -68,6 +69,7 @@ inline constexpr int kDetailReplays = 500;
 
 enum class Verdict { overlapped, partial, serialized, single_rank, no_data };
 [[nodiscard]] std::string_view to_string(Verdict v);  // "OVERLAPPED", ..., "ONE RANK", "NO DATA"
+[[nodiscard]] inline std::string_view format_as(Verdict v) { return to_string(v); }
 [[nodiscard]] Verdict verdict_of(std::optional<double> overlap, int ranks);
 
 // Which overlap decides the verdict. A rank on the root's GPU is judged on busy overlap: streams of
@@ -75,6 +77,7 @@ enum class Verdict { overlapped, partial, serialized, single_rank, no_data };
 // run at the same time. A rank on another GPU is judged on window overlap, busy overlap beside it.
 enum class OverlapBasis { window, busy, mixed };           // mixed: some ranks share the root's GPU, some not
 [[nodiscard]] std::string_view to_string(OverlapBasis b);  // "window", "busy", "busy or window per rank"
+[[nodiscard]] inline std::string_view format_as(OverlapBasis b) { return to_string(b); }
 // One line naming the thresholds and which overlap decides, printed in every output.
 [[nodiscard]] std::string verdict_thresholds_text();
 
@@ -132,6 +135,7 @@ enum class PathLinkKind {
   unexplained  // the walk could not go further back (clocks that disagree): the rest of the span
 };
 [[nodiscard]] std::string_view to_string(PathLinkKind k);
+[[nodiscard]] inline std::string_view format_as(PathLinkKind k) { return to_string(k); }
 
 struct PathLink {
   PathLinkKind kind = PathLinkKind::run;

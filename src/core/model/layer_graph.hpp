@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
 #include "core/model/scenario.hpp"
 #include "core/numerics/router.hpp"
 
@@ -58,6 +59,7 @@ enum class NodeKind {
   other,   // host, empty, event record/wait, child graph, conditional...: leaves no record
 };
 [[nodiscard]] std::string_view to_string(NodeKind k);
+[[nodiscard]] inline std::string_view format_as(NodeKind k) { return to_string(k); }
 
 // Which step of the chain a node is: what the capture issues for it.
 enum class Role {
@@ -79,10 +81,12 @@ enum class Role {
   traced,    // a node of a traced program's graph: `Node::name` says what it runs
 };
 [[nodiscard]] std::string_view to_string(Role r);
+[[nodiscard]] inline std::string_view format_as(Role r) { return to_string(r); }
 
 enum class CudaNodeType { kernel, memcpy, mem_alloc, mem_free, event_record, memset, other };
 [[nodiscard]] CudaNodeType cuda_node_type(NodeKind k);
 [[nodiscard]] std::string_view to_string(CudaNodeType t);
+[[nodiscard]] inline std::string_view format_as(CudaNodeType t) { return to_string(t); }
 
 struct Node {
   int id = 0;

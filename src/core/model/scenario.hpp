@@ -1,6 +1,6 @@
-// A scenario: one variant of the layer graph (design.md's table) plus the geometry and the run's
-// settings. Read from a JSON file in graphs/ (comments allowed); every field can be overridden on
-// the command line. The one model that plan, dot, capture and the analysis all read.
+// A scenario: one variant of the layer graph (docs/scenario-format.md's fields) plus the geometry
+// and the run's settings. Read from a JSON file in graphs/ (comments allowed); every field can be
+// overridden on the command line. The one model that plan, dot, capture and the analysis all read.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
 #include "core/numerics/geometry.hpp"
 #include "core/numerics/nvfp4_layout.hpp"
 #include "core/numerics/reference.hpp"
@@ -24,9 +25,13 @@ enum class AllocKind { resident, fresh };       // working buffers resident or a
 enum class IssueKind { graph, eager };          // capture once and replay, or issue every time
 
 [[nodiscard]] std::string_view to_string(PeerCopy v);
+[[nodiscard]] inline std::string_view format_as(PeerCopy v) { return to_string(v); }
 [[nodiscard]] std::string_view to_string(JoinKind v);
+[[nodiscard]] inline std::string_view format_as(JoinKind v) { return to_string(v); }
 [[nodiscard]] std::string_view to_string(AllocKind v);
+[[nodiscard]] inline std::string_view format_as(AllocKind v) { return to_string(v); }
 [[nodiscard]] std::string_view to_string(IssueKind v);
+[[nodiscard]] inline std::string_view format_as(IssueKind v) { return to_string(v); }
 
 // Bounds that keep a run finite and its products in range; not tuned, only sane.
 inline constexpr int kMaxReplays = 1'000'000;

@@ -1,4 +1,4 @@
-// Layout v2: the bytes of a matrix in the order the grouped GEMM (kernels/grouped_gemm.cu) reads
+// Layout v2: the bytes of a matrix in the order the grouped GEMM (kernels/gemm_mma.cu, gemm_wgmma.cu) reads
 // them, so one warp loads one 16-row x 64-column unit with one 16-byte load per lane and decodes it
 // in registers with no shuffles.
 //

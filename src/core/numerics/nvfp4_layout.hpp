@@ -11,6 +11,9 @@ namespace tpgraph {
 
 enum class Layout { v1, v2 };
 [[nodiscard]] std::string_view to_string(Layout l);
+// fmt prints a Layout by name where core/base/enum_format.hpp is included; this header leaves it
+// out because nvcc compiles it into the kernels and cannot parse fmt/format.h.
+[[nodiscard]] inline std::string_view format_as(Layout l) { return to_string(l); }
 
 // Permute one matrix (rows x cols) between layouts. rows must be a multiple of the kernel's row tile
 // (nvfp4_v2_row_tile()) and cols a multiple of 64; both are checked.

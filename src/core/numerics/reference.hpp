@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
 #include "core/numerics/geometry.hpp"
 #include "core/numerics/nvfp4.hpp"
 #include "core/numerics/router.hpp"
@@ -37,6 +38,7 @@ namespace tpgraph {
 
 enum class WeightsKind { random, zeros };
 [[nodiscard]] std::string_view to_string(WeightsKind w);
+[[nodiscard]] inline std::string_view format_as(WeightsKind w) { return to_string(w); }
 
 // One rank's slice of the FFN: for each expert, gate and up are ff x hidden, down is hidden x ff,
 // all layout v1. Generated from (seed, rank, matrix, expert): reproducible and parallel.

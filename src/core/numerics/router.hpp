@@ -1,4 +1,5 @@
-// The deterministic router of the original harness, and the CSR grouping of pairs by expert.
+// The deterministic router of the hand-made harness tpgraph replaces (so the shapes match its), and
+// the CSR grouping of pairs by expert.
 //
 // Pair p in [0, tokens*top_k) belongs to token p / top_k. Its expert comes from a 64-bit mix of p
 // (route_expert). Its routing weight: raw(p) = 0.5 + ((mix(p) >> 3) & 255) / 256, bits the expert

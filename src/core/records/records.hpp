@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/enum_format.hpp"
+
 namespace tpgraph {
 
 enum class ActivityKind : std::uint8_t { kernel, memcpy, memcpy_peer, memset };
@@ -21,6 +23,7 @@ enum class ActivityKind : std::uint8_t { kernel, memcpy, memcpy_peer, memset };
   }
   return "unknown";
 }
+[[nodiscard]] constexpr std::string_view format_as(ActivityKind k) { return to_string(k); }
 
 // A kernel or copy name, its text stored once per process however many records carry it: a traced
 // program's ten million records hold a pointer each, not a string each. Interning takes a lock

@@ -120,7 +120,7 @@ void node_attrs(std::string& out, const std::string& label, NodeKind kind, CudaN
 void write_legend(std::string& out) {
   out += "  subgraph cluster_legend {\n    label=\"legend\"; style=\"rounded,dashed\"; color=\"#9e9e9e\";\n";
   for (const auto& st : kKindStyles) {
-    fmt::format_to(std::back_inserter(out), "    legend_{} [", to_string(st.kind));
+    fmt::format_to(std::back_inserter(out), "    legend_{} [", st.kind);
     node_attrs(out, dot_escape(st.legend), st.kind, cuda_node_type(st.kind));
     out += "];\n";
   }
@@ -172,8 +172,8 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
   std::string title = fmt::format(
       "{}: {}\nexperts {}, top-k {}, hidden {}, ff {}, tokens {}, ranks {}, layers {} | peer copy {}, "
       "join {}, root busy {}, alloc {}, issue {}",
-      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers, to_string(s.peer_copy),
-      to_string(s.join), s.root_busy, to_string(s.alloc), to_string(s.issue));
+      s.name, s.description, g.experts, g.top_k, g.hidden, g.ff, g.tokens, g.ranks, s.layers, s.peer_copy, s.join,
+      s.root_busy, s.alloc, s.issue);
   if (timed)
     title += fmt::format(
         "\nmedian span {:.1f} µs over {} replays; fill: share of the span a node ran; red border: "
@@ -197,7 +197,7 @@ std::string layer_graph_dot(const LayerGraph& graph, const Scenario& s, const Va
       const auto& n = graph.nodes[static_cast<std::size_t>(id)];
       const auto detail = node_detail(n);
       std::string label = dot_escape(n.label) + (detail.empty() ? "" : "\\n" + dot_escape(detail));
-      std::string tooltip = fmt::format("{} | {} | layer {} | GPU {}", n.label, to_string(n.role), n.layer, n.device);
+      std::string tooltip = fmt::format("{} | {} | layer {} | GPU {}", n.label, n.role, n.layer, n.device);
       const NodeWaitSummary* timing = timed ? timeline->wait_of(n.id) : nullptr;
       fmt::format_to(w, "    n{} [", n.id);
       if (timing == nullptr) {
