@@ -54,6 +54,11 @@ trace nccl torchrun --nproc-per-node 1 examples/torch_allreduce_graph.py --repla
 trace profiler python3 scripts/torch_profiler_kernels.py 50
 trace profiler-yield env TPGRAPH_YIELD_TO_PROFILER=1 python3 scripts/torch_profiler_kernels.py 50
 
+log "run, check and bench still work (their code moved)"
+timeout 120 "$B/tpgraph" run baseline --replays 50 --out "$W/run" 2>&1 | head -n 14 | tee -a "$OUT/summary.log"
+timeout 120 "$B/tpgraph" check --tokens 43 2>&1 | tail -n 4 | tee -a "$OUT/summary.log"
+timeout 150 "$B/tpgraph" bench --tokens 43,4096 --replays 20 --json "$OUT/bench.json" 2>&1 | tee -a "$OUT/summary.log"
+
 log "SIGKILL 1 s and 5 s into a replay loop (kill time on CUPTI's clock, CLOCK_REALTIME)"
 for setting in default small forced noflush old; do
   case $setting in
