@@ -2,9 +2,11 @@
 // tell from CUPTI records when each rank really began and what it waited for.
 //
 //   plan / dot          GPU-free: geometry, routing, the layer graph (src/core)
-//   check / bench       kernels against the CPU reference and the GPU's own limits (kernels/)
+//   check / bench       kernels against the CPU reference and the GPU's own limits (src/kernels)
 //   run / info          capture, replay, CUPTI timeline and its outputs (src/cuda, src/cupti)
-//   analyze             recompute a run's outputs from its raw records, no GPU
+//   trace               any CUDA program, through the injection library (src/inject): the same
+//                       timeline, waits and outputs from its processes' record files
+//   analyze             recompute a run's or a trace's outputs from its raw records, no GPU
 #include <fcntl.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
