@@ -31,7 +31,6 @@ OVERSIZE = {
     "src/core/report/report_json.cpp:variant_json": 146,
     "src/core/report/report_markdown.cpp:render_report_markdown": 201,
     "src/core/report/svg.cpp:render_timeline_svg": 222,
-    "src/core/report/trace.cpp:render_chrome_trace": 170,
     "src/cuda/capture.cpp:check_captured_graph": 102,
     "src/kernels/gemm_mma.cu:mma_block": 157,
     "src/kernels/gemm_wgmma.cu:wgmma_block": 217,

@@ -6,8 +6,12 @@
 # independent processes on one GPU; a traced program killed by SIGKILL 1 s and 5 s into a replay
 # loop, under each flush setting; a program that starts torch.profiler itself; and the overhead of
 # tracing (plain against traced, alternating). Results under $OUT: summary.log, and
-# trace-graphs.tgz with every trace folder (record files and reports; analyze them again anywhere).
+# trace-graphs.txz with every trace folder (record files and reports; analyze them again anywhere).
+# Parts, named as arguments (default all of them), so that each call fits a device call's limit:
+# programs, tools (run, check, bench), kill, overhead, tests.
 set -uo pipefail
+parts=${*:-programs tools kill overhead tests}
+want() { [[ " $parts " == *" $1 "* ]]; }
 OUT=${OUT:-out}
 B=${B:-build-ci}
 W=${WORK:-/tmp/tpgraph-graphs}
@@ -24,7 +28,7 @@ mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
 export NCCL_NVLS_ENABLE=0
 log() { echo "== $*" | tee -a "$OUT/summary.log"; }
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/summary.log"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$OUT/summary.log"
 traced() {  # traced DIR CMD...: CMD under the injection library alone, recording into DIR
   local dir=$1
   shift
@@ -37,6 +41,7 @@ trace() {  # trace NAME CMD...: tpgraph trace into $W/NAME, its tail into the su
   echo "$name rc=$?: $(head -n 3 "$W/$name.log" | tr '\n' ' ' | cut -c1-300)" | tee -a "$OUT/summary.log"
 }
 
+if want programs; then
 log "programs"
 trace shapes "$B/tpgraph-example-shapes" --replays 200 --iterations 3
 trace shapes-noupdate "$B/tpgraph-example-shapes" --replays 200 --iterations 5 --no-update
@@ -53,12 +58,16 @@ trace two-cpp sh -c "$B/tpgraph-example-graph --replays 300 & $B/tpgraph-example
 trace nccl torchrun --nproc-per-node 1 examples/torch_allreduce_graph.py --replays 50
 trace profiler python3 scripts/torch_profiler_kernels.py 50
 trace profiler-yield env TPGRAPH_YIELD_TO_PROFILER=1 python3 scripts/torch_profiler_kernels.py 50
+fi
 
+if want tools; then
 log "run, check and bench still work (their code moved)"
 timeout 120 "$B/tpgraph" run baseline --replays 50 --out "$W/run" 2>&1 | head -n 14 | tee -a "$OUT/summary.log"
 timeout 120 "$B/tpgraph" check --tokens 43 2>&1 | tail -n 4 | tee -a "$OUT/summary.log"
 timeout 150 "$B/tpgraph" bench --tokens 43,4096 --replays 20 --json "$OUT/bench.json" 2>&1 | tee -a "$OUT/summary.log"
+fi
 
+if want kill; then
 log "SIGKILL 1 s and 5 s into a replay loop (kill time on CUPTI's clock, CLOCK_REALTIME)"
 for setting in default small forced noflush old; do
   case $setting in
@@ -93,7 +102,9 @@ for at in 1 5; do  # SIGTERM (no handler in the program): the signal flush
   "$B/tpgraph" analyze "$dir" --out "$dir-report" 2>&1 | head -n 3 | tee -a "$OUT/summary.log"
   rm -rf "$dir"
 done
+fi
 
+if want overhead; then
 log "overhead: plain / traced (default flush) / traced without the flush thread, alternating"
 for us in 20 1; do
   for i in 1 2 3; do
@@ -115,10 +126,13 @@ for i in 1 2; do
     tee -a "$OUT/summary.log"
 done
 rm -rf "$W"/ovh* "$W"/tovh-* "$W"/covh-*
+fi
 
+if want tests; then
 log "gpu tests [cupti],[capture],[trace]"
 "$B/tests/tpgraph_gpu_tests" "[cupti],[capture],[trace]" >"$OUT/gpu-tests.log" 2>&1
 echo "rc=$?: $(tail -n 2 "$OUT/gpu-tests.log" | tr '\n' ' ')" | tee -a "$OUT/summary.log"
+fi
 
 tar -C "$W" -cJf "$OUT/trace-graphs.txz" . 2>/dev/null || tar -C "$W" -czf "$OUT/trace-graphs.tgz" .
 ls -la "$OUT"

@@ -17,6 +17,7 @@
 #include "catch.hpp"
 #include "core/analysis/timeline.hpp"
 #include "core/base/error.hpp"
+#include "core/records/analysis_memory.hpp"
 #include "core/records/record_join.hpp"
 #include "core/records/trace_file.hpp"
 #include "core/records/traced_run.hpp"

@@ -15,7 +15,9 @@
 
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
+#include "core/base/host_memory.hpp"
 #include "core/base/json_input.hpp"
+#include "core/records/analysis_memory.hpp"
 
 namespace tpgraph {
 
@@ -640,6 +642,7 @@ RunData parse_run_data(std::string_view json_text, std::string_view origin) {
   for (std::size_t i = 0; i < variants.size_of_array(); ++i)
     run.variants.push_back(variant_from_json(variants.at(i), stream, i));
   check_stray_records(run, variants);
+  check_analysis_slots(run, origin);
   return run;
 }
 
@@ -651,7 +654,10 @@ RunData load_raw_records(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
     throw InputError(fmt::format("{}: cannot open the records file: no such file", path.string()));
-  return parse_run_data(read_regular_file(path, "records file", kMaxRecordsFileBytes), path.string());
+  check_run_analysis_fits(path, available_host_memory());
+  RunData run = parse_run_data(read_regular_file(path, "records file", kMaxRecordsFileBytes), path.string());
+  check_run_analysis_fits(path, available_host_memory(), unrecorded_slots(run));
+  return run;
 }
 
 }  // namespace tpgraph

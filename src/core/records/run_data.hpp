@@ -123,6 +123,7 @@ struct RunData {
 // Written to a temporary name beside `path` and renamed, so a failed write never leaves a file
 // that looks complete.
 void save_raw_records(const std::filesystem::path& path, const RunData& run);
+// Refuses before reading a file whose analysis would not fit in memory (analysis_memory.hpp).
 [[nodiscard]] RunData load_raw_records(const std::filesystem::path& path);
 
 }  // namespace tpgraph

@@ -10,6 +10,7 @@
 
 #include "core/base/error.hpp"
 #include "core/numerics/geometry.hpp"
+#include "core/records/analysis_memory.hpp"
 
 namespace tpgraph {
 
@@ -79,24 +80,9 @@ void set_aside_stray_records(RunData& run, std::vector<std::string>& notes) {
   }
 }
 
-// The bound records.json's reader puts on scenario.replays, for the launches of a traced graph:
-// launches of a wide graph whose records are lost (or never written) cost 32 bytes each in the
-// file and a slot per node each in the analysis.
-void check_slots(const RunData& run) {
-  for (const auto& v : run.variants) {
-    const std::uint64_t slots = static_cast<std::uint64_t>(v.scenario.replays) * v.graph.nodes.size();
-    if (slots > kSlotsPerRecord * v.records.size() + kSlotsPerNode * v.graph.nodes.size() + kSlotFloor)
-      throw InputError(fmt::format(
-          "{}: {} launches of a graph of {} nodes (all ranks) with {} records: analysing them takes a slot per launch "
-          "and node, more than the record files justify; accepted: at most {} per record + {} per node + {} slots",
-          v.scenario.name, v.scenario.replays, v.graph.nodes.size(), v.records.size(), kSlotsPerRecord, kSlotsPerNode,
-          kSlotFloor));
-  }
-}
-
 void check_merged(RunData& run, std::vector<std::string>& notes) {
   set_aside_stray_records(run, notes);
-  check_slots(run);
+  check_analysis_slots(run, "the trace");
 }
 
 void copy_notes_into_graphs(TracedRun& out) {
@@ -171,6 +157,8 @@ TraceFolder read_process_files(const fs::path& procs_dir) {
     if (!ec) file_bytes += static_cast<std::int64_t>(std::min<std::uintmax_t>(size, std::uintmax_t{1} << 52));
   }
   check_trace_analysis_fits(procs_dir, static_cast<int>(paths.size()), file_bytes, available_host_memory());
+  out.procs_dir = procs_dir;
+  out.file_bytes = file_bytes;
   out.files.reserve(paths.size());
   for (const auto& p : paths) {
     const std::string name = tracefile::printable(p.string());
@@ -202,24 +190,11 @@ TraceFolder read_process_files(const fs::path& procs_dir) {
   return out;
 }
 
-std::int64_t trace_analysis_memory(std::int64_t file_bytes) {
-  constexpr std::int64_t kProcess = std::int64_t{256} << 20;
-  return file_bytes / 2 * 7 + kProcess;  // 3.5x the files
-}
-
-void check_trace_analysis_fits(const fs::path& procs_dir, int files, std::int64_t file_bytes, std::int64_t available) {
-  const std::int64_t needed = trace_analysis_memory(file_bytes);
-  if (available < 0 || needed <= available) return;
-  throw InputError(
-      fmt::format("{}: {} record file{} of {} in all; analysing them takes about {} of host memory and {} is "
-                  "available; accepted: record files whose analysis fits in memory (analyze the trace folder on "
-                  "a machine with more, or trace fewer replays)",
-                  procs_dir.string(), files, files == 1 ? "" : "s", format_bytes(file_bytes), format_bytes(needed),
-                  format_bytes(available)));
-}
-
 TracedRun merge_trace_folder(TraceFolder folder, const TraceMergeOptions& options) {
+  const int files = static_cast<int>(folder.files.size());
   TracedRun out = merge_traces(std::move(folder.files), options);
+  check_trace_analysis_fits(folder.procs_dir, files, folder.file_bytes, available_host_memory(),
+                            unrecorded_slots(out.run));
   out.notes.insert(out.notes.begin(), folder.notes.begin(), folder.notes.end());
   for (auto& v : out.run.variants) v.notes.insert(v.notes.end(), folder.notes.begin(), folder.notes.end());
   return out;

@@ -83,21 +83,14 @@ struct TracedRun {
 struct TraceFolder {
   std::vector<tracefile::ProcessFile> files;
   std::vector<std::string> notes;
+  std::filesystem::path procs_dir;
+  std::int64_t file_bytes = 0;  // the record files' sizes, in all
 };
 
 // Reads every *.tpgt file in `procs_dir` (sorted by name). InputError, naming the file, for one that
 // is not a record file (another file's bytes), or has records but no meta chunk (no host or pid to
 // place them).
 [[nodiscard]] TraceFolder read_process_files(const std::filesystem::path& procs_dir);
-
-// Host memory the analysis of record files holding `file_bytes` in all takes at its peak: the
-// records (64 bytes each, about 56 on disk), one sample per node and replay, the writers' buffers
-// and the process itself (1.88 GB for a 560 MB file of 10 million records, docs/benchmarks.md).
-[[nodiscard]] std::int64_t trace_analysis_memory(std::int64_t file_bytes);
-// Throws InputError, before any file is read, when that exceeds `available` bytes (MemAvailable;
-// unknown when negative), naming the folder, the files' size and what is needed.
-void check_trace_analysis_fits(const std::filesystem::path& procs_dir, int files, std::int64_t file_bytes,
-                               std::int64_t available);
 
 // Merges the files into one model. InputError when files of several hosts are given with
 // ClockPolicy::same_host, or when alignment finds no collective to align on.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -68,35 +69,54 @@ struct Placed {
   std::uint64_t end_ns = 0;
 };
 
-}  // namespace
+// Events as the text of a JSON array's elements, each serialised as it is made: a trace of
+// hundreds of thousands of slices is held as its text, never as a document of objects (which
+// takes twenty times as much memory).
+struct EventText {
+  std::string text;
+  void add(const json& event) {
+    if (!text.empty()) text += ',';
+    text += event.dump();
+  }
+  void add(const EventText& more) {
+    if (more.text.empty()) return;
+    if (!text.empty()) text += ',';
+    text += more.text;
+  }
+};
 
-std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
-                                const ChromeTraceOptions& options) {
-  const VariantRun& vr = run.variants.at(variant);
-  const VariantTimeline& v = analysis.variants.at(variant);
-  const LayerGraph& g = vr.graph;
-  const std::uint64_t base = analysis.base_ns;
-  const int unmatched_pid = v.ranks + 1;  // records that match no node get a process of their own
-
-  json events = json::array();
+// The slices of the records shown, the streams each track holds, and where each node of a replay
+// with full detail was placed (the ends of the arrows).
+struct Slices {
+  EventText events;
   std::map<int, std::set<std::uint32_t>> streams_of;  // pid -> stream ids
   std::map<std::pair<int, int>, Placed> placed;       // (replay, node) -> first record's place
-  json slices = json::array();
-  // Replays shown: the first max_replays and every outlier (records outside the replays are shown).
-  std::set<int> outlier_replays;
-  for (const auto& o : v.outliers) outlier_replays.insert(o.replay);
-  const auto shown = [&](int replay) {
-    return options.max_replays <= 0 || replay < options.max_replays || outlier_replays.count(replay) > 0;
-  };
-  int replays_shown = 0;
-  for (int r = 0; r < v.replay_count; ++r) replays_shown += shown(r) ? 1 : 0;
+};
+
+json wait_args(const LayerGraph& g, const NodeTiming& t, json args) {
+  const auto us3 = [](double x) { return std::round(x * 1000.0) / 1000.0; };
+  args["wait_us"] = us3(t.wait_us);
+  args["waited_on"] = node_name(g, t.ready_from);
+  args["contention_us"] = us3(t.parts.contention_us);
+  args["idle_us"] = us3(t.parts.idle_us);
+  if (t.parts.own_from >= 0) args["arrival_us"] = us3(t.parts.arrival_us);
+  if (!t.parts.occupants.empty()) args["waited_for"] = occupant_name(g, t.parts.occupants.front());
+  args["why"] = wait_parts_text(g, t.wait_us, t.parts, t.ready_from);
+  return args;
+}
+
+Slices record_slices(const VariantRun& vr, const VariantTimeline& v, std::uint64_t base,
+                     const std::function<bool(int)>& shown) {
+  const LayerGraph& g = vr.graph;
+  const int unmatched_pid = v.ranks + 1;  // records that match no node get a process of their own
+  Slices out;
   for (const auto& a : vr.records) {
     if (a.start_ns == 0 || a.end_ns == 0 || a.end_ns < a.start_ns || a.start_ns < base) continue;
     if (a.replay >= 0 && !shown(a.replay)) continue;
     const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < g.nodes.size();
     const bool in_range = a.replay >= 0 && a.replay < v.replay_count;
     const int pid = matched ? g.nodes[static_cast<std::size_t>(a.node)].rank + 1 : unmatched_pid;
-    streams_of[pid].insert(a.stream_id);
+    out.streams_of[pid].insert(a.stream_id);
     json args{
         {"replay", a.replay}, {"activity", std::string(to_string(a.kind))}, {"bytes", a.bytes}, {"device", a.device}};
     std::string name = a.name.empty() ? std::string(to_string(a.kind)) : a.name.str();
@@ -109,86 +129,87 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
       args["kind"] = category;
       if (!a.name.empty()) args["kernel"] = a.name.str();
       if (in_range && v.has_detail(a.replay)) {
-        const NodeTiming& t = v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)];
-        const auto us3 = [](double x) { return std::round(x * 1000.0) / 1000.0; };
-        args["wait_us"] = us3(t.wait_us);
-        args["waited_on"] = node_name(g, t.ready_from);
-        args["contention_us"] = us3(t.parts.contention_us);
-        args["idle_us"] = us3(t.parts.idle_us);
-        if (t.parts.own_from >= 0) args["arrival_us"] = us3(t.parts.arrival_us);
-        if (!t.parts.occupants.empty()) args["waited_for"] = occupant_name(g, t.parts.occupants.front());
-        args["why"] = wait_parts_text(g, t.wait_us, t.parts, t.ready_from);
-        placed.emplace(std::make_pair(a.replay, a.node), Placed{pid, a.stream_id, a.start_ns, a.end_ns});
+        args = wait_args(g, v.timings[static_cast<std::size_t>(a.replay)][static_cast<std::size_t>(a.node)],
+                         std::move(args));
+        out.placed.emplace(std::make_pair(a.replay, a.node), Placed{pid, a.stream_id, a.start_ns, a.end_ns});
       }
     }
-    slices.push_back(json{{"name", name},
-                          {"cat", category},
-                          {"ph", "X"},
-                          {"ts", rel_us(a.start_ns, base)},
-                          {"dur", std::round(static_cast<double>(a.end_ns - a.start_ns)) / 1000.0},
-                          {"pid", pid},
-                          {"tid", a.stream_id},
-                          {"args", args}});
+    out.events.add(json{{"name", name},
+                        {"cat", category},
+                        {"ph", "X"},
+                        {"ts", rel_us(a.start_ns, base)},
+                        {"dur", std::round(static_cast<double>(a.end_ns - a.start_ns)) / 1000.0},
+                        {"pid", pid},
+                        {"tid", a.stream_id},
+                        {"args", args}});
   }
+  return out;
+}
 
-  // Names first, so viewers label the tracks before any slice arrives.
-  const std::string shared = shared_gpu_note(run.env, v);
-  for (const auto& [pid, streams] : streams_of) {
+// Track names: processes (ranks, and the unmatched records' own), their labels and streams.
+EventText track_names(const RunData& run, const VariantTimeline& v, const Slices& slices, const std::string& shared) {
+  const int unmatched_pid = v.ranks + 1;
+  EventText events;
+  for (const auto& [pid, streams] : slices.streams_of) {
     std::string pname = "unmatched records (no graph node)";
     if (pid != unmatched_pid) {
       const int rank = pid - 1;
       pname = fmt::format("rank {} ({})", rank, device_label(run.env, v.rank_device[static_cast<std::size_t>(rank)]));
     }
-    events.push_back(
-        json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
-    events.push_back(
+    events.add(json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", pname}}}});
+    events.add(
         json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
     if (!shared.empty() && pid != unmatched_pid)
-      events.push_back(json{{"ph", "M"},
-                            {"name", "process_labels"},
-                            {"pid", pid},
-                            {"tid", 0},
-                            {"args", {{"labels", "shares a GPU with another rank"}}}});
+      events.add(json{{"ph", "M"},
+                      {"name", "process_labels"},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"args", {{"labels", "shares a GPU with another rank"}}}});
     for (const std::uint32_t s : streams)
-      events.push_back(json{{"ph", "M"},
-                            {"name", "thread_name"},
-                            {"pid", pid},
-                            {"tid", s},
-                            {"args", {{"name", fmt::format("stream {}", s)}}}});
+      events.add(json{{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", pid},
+                      {"tid", s},
+                      {"args", {{"name", fmt::format("stream {}", s)}}}});
   }
-  for (auto& s : slices) events.push_back(std::move(s));
+  return events;
+}
 
-  // Flows: an arrow from the end of a recorded node to the start of a recorded node on another
-  // rank that depends on it.
-  const auto preds = recorded_predecessors(g);
+// Arrows: from the end of a recorded node to the start of a recorded node on another rank that
+// depends on it; and from the node that held the GPU longest while a node waited to that node's
+// start (from the occupant's end, or from the waiting node's start where the occupant still ran),
+// for occupants of 1 µs or more.
+EventText flow_arrows(const LayerGraph& g, const VariantTimeline& v, const Slices& slices, std::uint64_t base) {
+  EventText events;
   std::uint64_t flow_id = 0;
   // One arrow: its start at `s_ts` on the source's track, its end bound to the target's start.
   const auto add_flow = [&](const std::string& name, const char* category, const Placed& from, std::uint64_t s_ts,
                             const Placed& to) {
     ++flow_id;
-    events.push_back(json{{"ph", "s"},
-                          {"id", flow_id},
-                          {"name", name},
-                          {"cat", category},
-                          {"pid", from.pid},
-                          {"tid", from.tid},
-                          {"ts", rel_us(s_ts, base)}});
-    events.push_back(json{{"ph", "f"},
-                          {"bp", "e"},
-                          {"id", flow_id},
-                          {"name", name},
-                          {"cat", category},
-                          {"pid", to.pid},
-                          {"tid", to.tid},
-                          {"ts", rel_us(to.start_ns, base)}});
+    events.add(json{{"ph", "s"},
+                    {"id", flow_id},
+                    {"name", name},
+                    {"cat", category},
+                    {"pid", from.pid},
+                    {"tid", from.tid},
+                    {"ts", rel_us(s_ts, base)}});
+    events.add(json{{"ph", "f"},
+                    {"bp", "e"},
+                    {"id", flow_id},
+                    {"name", name},
+                    {"cat", category},
+                    {"pid", to.pid},
+                    {"tid", to.tid},
+                    {"ts", rel_us(to.start_ns, base)}});
   };
-  for (const auto& [key, to] : placed) {
+  const auto preds = recorded_predecessors(g);
+  for (const auto& [key, to] : slices.placed) {
     const auto [replay, node] = key;
     const Node& target = g.nodes[static_cast<std::size_t>(node)];
     for (const int p : preds[static_cast<std::size_t>(node)]) {
       if (g.nodes[static_cast<std::size_t>(p)].rank == target.rank) continue;
-      const auto from_it = placed.find({replay, p});
-      if (from_it == placed.end()) continue;
+      const auto from_it = slices.placed.find({replay, p});
+      if (from_it == slices.placed.end()) continue;
       const Placed& from = from_it->second;
       // A flow start binds to the slice enclosing its timestamp: one ns before the source ends.
       const std::uint64_t s_ts = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
@@ -196,19 +217,15 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
                s_ts, to);
     }
   }
-
-  // Contention: an arrow from the node that held the GPU longest while a node waited to that node's
-  // start (from the occupant's end, or from the waiting node's start where the occupant still ran),
-  // for occupants of 1 µs or more.
-  for (const auto& [key, to] : placed) {
+  for (const auto& [key, to] : slices.placed) {
     const auto [replay, node] = key;
     const NodeTiming& t = v.timings[static_cast<std::size_t>(replay)][static_cast<std::size_t>(node)];
     // Under a µs of contention is a kernel tail, not a reason to wait: no arrow.
     if (t.parts.occupants.empty() || t.parts.occupants.front().other_replay || t.parts.occupants.front().us < 1.0)
       continue;
     const int occupant = t.parts.occupants.front().node;
-    const auto from_it = placed.find({replay, occupant});
-    if (occupant < 0 || from_it == placed.end()) continue;
+    const auto from_it = slices.placed.find({replay, occupant});
+    if (occupant < 0 || from_it == slices.placed.end()) continue;
     const Placed& from = from_it->second;
     const std::uint64_t last_ns = from.end_ns > from.start_ns ? from.end_ns - 1 : from.start_ns;
     const std::uint64_t s_ts = std::max(from.start_ns, std::min(last_ns, to.start_ns));
@@ -216,12 +233,34 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
                                          node_name(g, node), t.parts.occupants.front().us);
     add_flow(name, "contention", from, s_ts, to);
   }
+  return events;
+}
 
+}  // namespace
+
+std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                const ChromeTraceOptions& options) {
+  const VariantRun& vr = run.variants.at(variant);
+  const VariantTimeline& v = analysis.variants.at(variant);
+  const std::uint64_t base = analysis.base_ns;
+  // Replays shown: the first max_replays and every outlier (records outside the replays are shown).
+  std::set<int> outlier_replays;
+  for (const auto& o : v.outliers) outlier_replays.insert(o.replay);
+  const auto shown = [&](int replay) {
+    return options.max_replays <= 0 || replay < options.max_replays || outlier_replays.count(replay) > 0;
+  };
+  int replays_shown = 0;
+  for (int r = 0; r < v.replay_count; ++r) replays_shown += shown(r) ? 1 : 0;
+
+  const Slices slices = record_slices(vr, v, base, shown);
+  // Names first, so viewers label the tracks before any slice arrives.
+  const std::string shared = shared_gpu_note(run.env, v);
+  EventText events = track_names(run, v, slices, shared);
+  events.add(slices.events);
+  events.add(flow_arrows(vr.graph, v, slices, base));
   const std::string banner = collection_banner(v);
-  if (!banner.empty()) {
-    events.push_back(
-        json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0}, {"ts", rel_us(base, base)}});
-  }
+  if (!banner.empty())
+    events.add(json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0}, {"ts", rel_us(base, base)}});
 
   const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
                    {"variant", v.name},
@@ -238,8 +277,13 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
                    {"replays_shown", fmt::format("{} of {} (the first {} and every outlier)", replays_shown,
                                                  v.replay_count, options.max_replays)},
                    {"started_at", run.env.started_at}};
-  const json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", other}};
-  return doc.dump() + "\n";
+  // The document's keys in the order a JSON object of them is written (sorted).
+  std::string out = R"({"displayTimeUnit":"ns","otherData":)";
+  out += other.dump();
+  out += R"(,"traceEvents":[)";
+  out += events.text;
+  out += "]}\n";
+  return out;
 }
 
 }  // namespace tpgraph
