@@ -11,12 +11,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
 #include "core/analysis/timeline.hpp"
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
@@ -40,8 +43,48 @@ struct TraceOptions {
   bool yield_to_profiler = false;
   bool ranks_together = false;
   bool strict = false;
+  // What is recorded of a program that may never exit (docs/trace.md, "Servers"); passed to the
+  // injection library in its environment.
+  std::optional<int> delay_s, duration_s, launches, sample, keep_last, max_file_mib;
+  bool profiler_range = false;
+  std::string nvtx_range;
+  std::string dump_on;  // as given
+  std::optional<int> dump_signal;
   std::vector<std::string> command;
 };
+
+// --dump-on: the signals whose default action a server never relies on.
+int dump_signal(const std::string& text) {
+  if (text == "SIGUSR1" || text == "USR1") return SIGUSR1;
+  if (text == "SIGUSR2" || text == "USR2") return SIGUSR2;
+  throw InputError(
+      fmt::format("--dump-on {}: not a signal the flight recorder can be dumped on; accepted: SIGUSR1 "
+                  "or SIGUSR2",
+                  text.empty() ? "''" : text));
+}
+
+// The injection library's environment for the recording flags; InputError for flags that exclude
+// or need each other.
+std::vector<std::pair<std::string, std::string>> recording_environment(const TraceOptions& o) {
+  std::vector<std::pair<std::string, std::string>> env;
+  const auto set = [&](const char* name, std::uint64_t value) { env.emplace_back(name, std::to_string(value)); };
+  if (o.delay_s) set("TPGRAPH_DELAY_MS", std::uint64_t(*o.delay_s) * 1000);
+  if (o.duration_s) set("TPGRAPH_DURATION_MS", std::uint64_t(*o.duration_s) * 1000);
+  if (o.launches) set("TPGRAPH_LAUNCHES", std::uint64_t(*o.launches));
+  if (o.sample) set("TPGRAPH_SAMPLE", std::uint64_t(*o.sample));
+  if (o.keep_last) set("TPGRAPH_KEEP_LAST", std::uint64_t(*o.keep_last));
+  if (o.max_file_mib) set("TPGRAPH_MAX_FILE_BYTES", std::uint64_t(*o.max_file_mib) << 20);
+  if (o.profiler_range && !o.nvtx_range.empty())
+    throw InputError("--profiler-range and --nvtx-range exclude each other: pass one");
+  if (o.profiler_range) env.emplace_back("TPGRAPH_RANGE", "profiler");
+  if (!o.nvtx_range.empty()) env.emplace_back("TPGRAPH_RANGE", "nvtx:" + o.nvtx_range);
+  if (o.dump_signal) {
+    if (!o.keep_last)
+      throw InputError(fmt::format("--dump-on {}: needs --keep-last N (the flight recorder it writes)", o.dump_on));
+    set("TPGRAPH_DUMP_ON", static_cast<std::uint64_t>(*o.dump_signal));
+  }
+  return env;
+}
 
 // The injection library: TPGRAPH_INJECT_LIBRARY, else beside the binary (build folder), else in
 // ../lib (after cmake --install).
@@ -147,6 +190,10 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
       ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
     }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    // NVTX ranges reach the library as CUPTI callbacks (graph names, --nvtx-range) when NVTX is
+    // routed to it; a tool that routed NVTX already (Nsight Systems) keeps it.
+    if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0')
+      ::setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
     ::setenv(tracefile::kTraceDirEnv, trace_dir.c_str(), 1);
     if (!preload.empty()) ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::execv(path.c_str(), args.data());
@@ -255,10 +302,42 @@ void add_trace_command(CLI::App& app) {
   cmd->add_flag("--strict", opts->strict,
                 "exit 4 when the trace is not clean (a record matched no node, a graph "
                 "without topology, a truncated file) and the command itself succeeded");
+  add_integer_flag(*cmd, "--delay", opts->delay_s, 0, 1'000'000,
+                   "seconds after the process starts before recording begins (CUPTI's activity off until then)");
+  add_integer_flag(*cmd, "--duration", opts->duration_s, 1, 1'000'000, "seconds recorded, from the end of --delay");
+  add_integer_flag(*cmd, "--launches", opts->launches, 1, std::numeric_limits<int>::max(),
+                   "record the first N launches of each graph (in the window), then no more of it");
+  cmd->add_flag("--profiler-range", opts->profiler_range,
+                "record only between the program's own cudaProfilerStart and cudaProfilerStop");
+  cmd->add_option_function<std::string>(
+         "--nvtx-range",
+         [opts](const std::string& name) {
+           if (name.empty()) throw InputError("--nvtx-range '': needs the name of an NVTX range (a non-empty text)");
+           opts->nvtx_range = name;
+         },
+         "record only while an NVTX range of this name is open on some thread of the program")
+      ->type_name("NAME");
+  add_integer_flag(*cmd, "--sample", opts->sample, 1, 1'000'000,
+                   "record one launch in N of each graph, every node of it (1: every launch)");
+  add_integer_flag(*cmd, "--keep-last", opts->keep_last, 1, 1'000'000,
+                   "flight recorder: keep only the last N launches of each graph in memory, written at exit, at a "
+                   "crash or at --dump-on");
+  cmd->add_option_function<std::string>(
+         "--dump-on",
+         [opts](const std::string& text) {
+           opts->dump_signal = dump_signal(text);
+           opts->dump_on = text;
+         },
+         "with --keep-last: write the flight recorder when the process receives this signal (SIGUSR1 or SIGUSR2)")
+      ->type_name("SIGNAL");
+  add_integer_flag(*cmd, "--max-file-size", opts->max_file_mib, 1, 1 << 20,
+                   "MiB of records per process file at most; past it recording stops and the report says where "
+                   "(default 4096)");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
   cmd->callback([opts] {
     TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
     merge.ranks_together = opts->ranks_together;
+    const auto recording_env = recording_environment(*opts);
     const Resolved target = resolve_command(opts->command.front());
     if (target.error != 0) {
       fmt::print(stderr, "tpgraph: {}: {}\n", opts->command.front(), target.why);
@@ -271,6 +350,7 @@ void add_trace_command(CLI::App& app) {
     const FolderLock lock = lock_trace_folder(dir, !opts->out.empty());
 
     if (opts->yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
+    for (const auto& [name, value] : recording_env) ::setenv(name.c_str(), value.c_str(), 1);
     const int code = run_command(opts->command, target.path, library, dir);
     std::size_t written = 0;
     bool clean = true;

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@
 #include <vector>
 
 #include "core/records/trace_file.hpp"
+#include "core/records/trace_recording.hpp"
+#include "inject/origin.hpp"
 #include "inject/process_info.hpp"
 #include "inject/tracer.hpp"
 
@@ -57,10 +60,24 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback, std::uint64_t
 
 std::size_t g_buffer_bytes = kDefaultBufferBytes;
 
-// GRAPH_TRACE must never be among these: it replaces every per-node kernel record with one record
-// per graph launch (measured on the H200).
-constexpr std::array kActivityKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                       CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+// The cost-of-tracing knob (TPGRAPH_INJECT_COST, docs/trace.md "The cost of tracing, itemised"):
+// which part of the library runs, so each part's cost is the difference of two runs.
+enum class CostMode {
+  full,       // everything (the default)
+  activity,   // CUPTI's activity records only: no callback of tpgraph's, buffers freed undecoded
+  callbacks,  // tpgraph's callbacks only: no activity kind enabled
+  no_write,   // everything but the file: records decoded and interned, not written
+};
+CostMode g_cost = CostMode::full;
+
+CostMode cost_mode_from_env() {
+  const char* v = std::getenv("TPGRAPH_INJECT_COST");
+  const std::string mode = v != nullptr ? v : "";
+  if (mode == "activity") return CostMode::activity;
+  if (mode == "callbacks") return CostMode::callbacks;
+  if (mode == "no-write") return CostMode::no_write;
+  return CostMode::full;
+}
 
 // --- CUPTI and process hooks (C linkage callbacks; nothing escapes them) --------------------------
 
@@ -75,7 +92,7 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
   const std::unique_ptr<std::uint8_t, decltype(&std::free)> owned(buffer, &std::free);
   Tracer* tracer = g_tracer;
   if (tracer == nullptr || buffer == nullptr || valid_bytes == 0 || tracer->quiet.load() || tracer->finished() ||
-      !tracer->writer.ours())
+      !tracer->writer.ours() || g_cost == CostMode::activity)
     return;
   try {
     tracer->on_buffer(buffer, valid_bytes);
@@ -130,6 +147,24 @@ bool on_graph_edit(Tracer& tracer, CUpti_CallbackId cbid, const CUpti_CallbackDa
         tracer.on_exec_kernel_set(p->hGraphExec, p->hNode, p->nodeParams->func, p->nodeParams->kern);
       return true;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStart:
+    case CUPTI_DRIVER_TRACE_CBID_cuProfilerStop:
+      if (data.callbackSite == CUPTI_API_ENTER && tracer.recorder != nullptr)
+        tracer.recorder->profiler(cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, now_ns());
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+      if (data.callbackSite == CUPTI_API_ENTER && tracer.origins) on_capture_begin();
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
+      // Both parameter structs are {stream, CUgraph*}.
+      const auto* p = static_cast<const cuStreamEndCapture_params*>(params);
+      if (done && tracer.origins && p->phGraph != nullptr) on_capture_end(*p->phGraph);
+      return true;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams: {
       const auto* p = static_cast<const cuGraphExecNodeSetParams_params*>(params);
       if (done && p->nodeParams != nullptr && p->nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL)
@@ -145,6 +180,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (tracer == nullptr || cbdata == nullptr || tracer->quiet.load() || tracer->finished() || !tracer->writer.ours())
     return;
   try {
+    if (domain == CUPTI_CB_DOMAIN_NVTX)
+      return on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(cbdata), tracer->recorder.get(), now_ns());
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       const auto& resource = *static_cast<const CUpti_ResourceData*>(cbdata);
       const auto* graph = static_cast<const CUpti_GraphData*>(resource.resourceDescriptor);
@@ -206,12 +243,27 @@ std::string start_cupti(Tracer& tracer) {
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz},
   };
-  for (const auto& [domain, cbid] : callbacks)
-    if (const CUptiResult s = cuptiEnableCallback(1, tracer.subscriber, domain, cbid); s != CUPTI_SUCCESS)
-      return "enabling a CUPTI callback failed (" + result_text(s) + ")";
+  if (g_cost != CostMode::activity) {
+    for (const auto& [domain, cbid] : callbacks)
+      if (const CUptiResult s = cuptiEnableCallback(1, tracer.subscriber, domain, cbid); s != CUPTI_SUCCESS)
+        return "enabling a CUPTI callback failed (" + result_text(s) + ")";
+    // NVTX reaches CUPTI only where `trace` routed it there (NVTX_INJECTION64_PATH); a failure here
+    // costs the graphs' NVTX names and the --nvtx-range window, nothing else.
+    if (const CUptiResult s = cuptiEnableDomain(1, tracer.subscriber, CUPTI_CB_DOMAIN_NVTX); s != CUPTI_SUCCESS)
+      tracer.note("NVTX callbacks could not be enabled (" + result_text(s) + "): graphs carry no NVTX ranges");
+  }
   if (const CUptiResult s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); s != CUPTI_SUCCESS)
     return "cuptiActivityRegisterCallbacks failed (" + result_text(s) + ")";
+  if (g_cost == CostMode::callbacks) return {};
   for (const CUpti_ActivityKind kind : kActivityKinds)
     if (const CUptiResult s = cuptiActivityEnable(kind); s != CUPTI_SUCCESS)
       return "enabling activity kind " + std::to_string(static_cast<int>(kind)) + " failed (" + result_text(s) + ")";
@@ -224,6 +276,7 @@ void start_flush_thread(std::uint32_t period_ms, std::uint32_t flag) {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
       Tracer* tracer = g_tracer;
+      if (tracer != nullptr) tracer->on_tick();
       if (tracer != nullptr && tracer->limit_reached.load()) {
         for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
         return;
@@ -271,6 +324,40 @@ void install_signal_handlers() {
   }
 }
 
+// The knobs of the environment, and the recorder when `trace` asked for less than everything: built
+// before CUPTI can call back, applied (activity off outside the window) once CUPTI is started.
+void configure(Tracer& tracer) {
+  tracer.max_record_bytes = env_number("TPGRAPH_MAX_FILE_BYTES", tracer.max_record_bytes, ~std::uint64_t{0});
+  g_cost = cost_mode_from_env();
+  tracer.origins = env_number("TPGRAPH_INJECT_ORIGIN", 1, 1) == 1;
+  tracer.discard_records = g_cost == CostMode::no_write;
+  std::vector<std::string> problems;
+  recording::Options options = recording_options_from_env(problems);
+  for (const auto& p : problems) tracer.note(p);
+  if (options.records_everything()) return;
+  (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));
+  tracer.recorder = std::make_unique<Recorder>(std::move(options), now_ns());
+}
+
+// --dump-on: the signal only asks; the flush thread writes the flight recorder (a handler that
+// wrote could deadlock on a lock the interrupted thread holds).
+void on_dump_signal(int) {
+  if (g_tracer != nullptr && g_tracer->recorder != nullptr) g_tracer->recorder->dump_requested.store(true);
+}
+
+void install_dump_signal(Tracer& tracer) {
+  const auto signal = env_number("TPGRAPH_DUMP_ON", 0, NSIG - 1);
+  if (signal == 0 || tracer.recorder == nullptr || !tracer.recorder->keeps_last()) return;
+  if (env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) == 0)
+    tracer.note("--dump-on: no flush thread (TPGRAPH_INJECT_FLUSH_MS=0), so the signal writes nothing");
+  struct sigaction action {};
+  action.sa_handler = on_dump_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(static_cast<int>(signal), &action, nullptr) != 0)
+    tracer.note("--dump-on: the signal handler could not be installed");
+}
+
 int initialize() {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return 1;
@@ -284,8 +371,8 @@ int initialize() {
   }
   tracer->verbose_ = verbose();
   (void)tracer->writer.write(tracefile::chunk(ChunkType::meta, meta_json().dump()));
+  configure(*tracer);
   g_tracer = tracer.release();  // lives until the process ends: CUPTI may call back at teardown
-  g_tracer->max_record_bytes = env_number("TPGRAPH_MAX_FILE_BYTES", g_tracer->max_record_bytes, ~std::uint64_t{0});
   g_buffer_bytes = static_cast<std::size_t>(env_number("TPGRAPH_INJECT_BUFFER_KB", kDefaultBufferBytes >> 10, 1u << 20))
                    << 10;
   if (g_buffer_bytes < (std::size_t{64} << 10)) g_buffer_bytes = std::size_t{64} << 10;
@@ -311,6 +398,8 @@ int initialize() {
   if (pthread_atfork(nullptr, nullptr, in_fork_child) != 0 || std::atexit(at_exit) != 0)
     g_tracer->note("the exit or fork handler could not be installed: the file may end without a footer");
   install_signal_handlers();
+  if (g_tracer->recorder != nullptr) g_tracer->recorder->start();
+  install_dump_signal(*g_tracer);
   if (const auto period = env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000); period > 0)
     start_flush_thread(static_cast<std::uint32_t>(period),
                        env_number("TPGRAPH_INJECT_FLUSH_FORCED", 0, 1) == 1 ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
@@ -330,4 +419,20 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } catch (...) {
     return 1;
   }
+}
+
+// The entry point NVTX calls when NVTX_INJECTION64_PATH names this library (`trace` sets it):
+// NVTX's initialisation is handed to the libcupti this library is linked to, the one already in the
+// process (PyTorch's wheel copy, say), so NVTX ranges come back as CUPTI callbacks of the one
+// subscriber. Loading libcupti by its own path would bring a second copy that no one subscribed to.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* get_export_table) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiSubscribe), &info) == 0 || info.dli_fname == nullptr) return 0;
+  void* cupti = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (cupti == nullptr) return 0;
+  using Initialize = int (*)(const void*);
+  const auto forward = reinterpret_cast<Initialize>(dlsym(cupti, "InitializeInjectionNvtx2"));
+  const int result = forward != nullptr ? forward(get_export_table) : 0;
+  dlclose(cupti);  // drops the reference RTLD_NOLOAD added; libcupti stays loaded
+  return result;
 }

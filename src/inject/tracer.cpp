@@ -8,7 +8,9 @@
 #include <exception>
 
 #include "core/records/records.hpp"
+#include "core/records/trace_recording.hpp"
 #include "cupti/decode.hpp"
+#include "inject/origin.hpp"
 #include "inject/process_info.hpp"
 
 namespace tpgraph::inject {
@@ -56,6 +58,19 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
       status != CUPTI_SUCCESS)
     note("cuptiActivityGetNextRecord failed (" + result_text(status) + "): the rest of a buffer was lost");
 
+  if (recorder != nullptr) {
+    // Graph records of launches the window or the sampling left out: dropped (names alongside).
+    std::vector<bool> keep = recorder->keep(records);
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      if (!keep[i]) continue;
+      records[out] = records[i];
+      record_names[out] = std::move(record_names[i]);
+      ++out;
+    }
+    records.resize(out);
+    record_names.resize(out);
+  }
   std::unordered_set<std::uint32_t> graph_correlations;
   std::uint64_t graph_records = 0;
   for (const WireRecord& r : records)
@@ -72,17 +87,33 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   std::string names;
   for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
   if (!writer.ours()) return;
+  if (recorder != nullptr && recorder->keeps_last()) {
+    // The flight recorder holds the records; the names go out now (a dump's records need them).
+    if (names.empty() || write_records_locked({}, names, 0)) recorder->flight().add_records(records);
+  } else if (!write_records_locked(records, names, graph_records)) {
+    return;
+  }
+  write_launches_locked(graph_correlations, false);
+}
+
+bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
+                                  std::uint64_t graph_records) {
+  if (limit_reached.load()) return false;
   const std::uint64_t bytes = names.size() + records.size() * sizeof(WireRecord);
   if (record_bytes_ + bytes > max_record_bytes) {
     // Bounded always: past the limit nothing more is recorded, the note says where it stopped, and
     // the flush thread switches CUPTI's activity off so the program runs at its own speed.
-    if (!limit_reached.exchange(true))
+    if (!limit_reached.exchange(true)) {
+      const std::uint64_t at = now_ns();
       note("limit: the record file reached " + std::to_string(record_bytes_) + " bytes of records, the limit (" +
-           std::to_string(max_record_bytes) + ", --max-file-size): recording stopped at " + std::to_string(now_ns()) +
+           std::to_string(max_record_bytes) + ", --max-file-size): recording stopped at " + std::to_string(at) +
            " ns; later work is not in the file");
+      (void)writer.write(tracefile::recording_event_chunk("limit", at, "--max-file-size"));
+    }
     quiet.store(true);
-    return;
+    return false;
   }
+  if (discard_records) return true;
   {
     auto file = writer.lock();
     if (!names.empty()) (void)writer.write_locked(names);
@@ -92,7 +123,26 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
     }
   }
   record_bytes_ += bytes;
-  write_launches_locked(graph_correlations, false);
+  return true;
+}
+
+void Tracer::dump_flight_locked(const std::string& why) {
+  if (recorder == nullptr || !recorder->keeps_last()) return;
+  recording::FlightRecorder::Dump dump = recorder->flight().take();
+  // In chunks of 64 Ki records: a chunk stays far below the reader's limit whatever N and the graphs.
+  constexpr std::size_t kPerChunk = std::size_t{1} << 16;
+  std::uint64_t graph_records = 0;
+  for (const WireRecord& r : dump.records) graph_records += r.graph_node_id != 0 ? 1 : 0;
+  for (std::size_t at = 0; at < dump.records.size(); at += kPerChunk) {
+    const std::vector<WireRecord> part(dump.records.begin() + static_cast<std::ptrdiff_t>(at),
+                                       dump.records.begin() +
+                                           static_cast<std::ptrdiff_t>(std::min(dump.records.size(), at + kPerChunk)));
+    if (!write_records_locked(part, {}, 0)) return;
+  }
+  graph_records_ += graph_records;
+  if (!dump.launches.empty()) (void)writer.write(tracefile::launches_chunk(dump.launches));
+  (void)writer.write(tracefile::recording_event_chunk("dump", now_ns(),
+                                                      why + ": " + std::to_string(dump.launches.size()) + " launches"));
 }
 
 void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush) {
@@ -126,6 +176,10 @@ void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& grap
     out.push_back(w);
   }
   undecided_.clear();
+  if (recorder != nullptr && recorder->keeps_last()) {
+    for (const WireLaunch& w : out) recorder->flight().add_launch(w);
+    return;
+  }
   (void)writer.write(tracefile::launches_chunk(out));
 }
 
@@ -200,6 +254,7 @@ void Tracer::write_graph_locked(ExecState& state, const Topology& topology,
   j["graph_id"] = state.graph_id;
   j["nodes"] = topology.nodes;
   j["edges"] = topology.edges;
+  if (!state.origin.at.empty()) j["origin"] = json::parse(tracefile::origin_json(state.origin));
   json& out_clones = j["clones"] = json::array();
   for (const auto& [clone, index] : clones) out_clones.push_back({clone, index});
   std::string error = topology.error;
@@ -233,11 +288,14 @@ void Tracer::on_graph_exec_created(const CUpti_GraphData& data) {
       resolved.emplace_back(c.clone, it->second);
   std::uint32_t graph_id = 0;
   if (graph != nullptr) (void)cuptiGetGraphId(graph, &graph_id);
+  tracefile::GraphOrigin origin;
+  if (origins) origin = origin_of(graph);
   const std::lock_guard state(state_mutex_);
   ExecState& e = execs_[data.graphExec];
   e = ExecState{};
   e.number = next_exec_++;
   e.graph_id = graph_id;
+  e.origin = std::move(origin);
   write_graph_locked(e, topology, std::move(resolved));
 }
 
@@ -298,6 +356,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
       t.pending.runtime_correlation = data.correlationId;
     } else if (t.in_runtime) {
       t.pending.driver_correlation = data.correlationId;  // the driver call the runtime makes
+      if (recorder != nullptr && t.pending.record) recorder->add_recorded(data.correlationId);
       return;
     } else {
       t = ThreadLaunch{};
@@ -308,10 +367,17 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
     std::uint32_t device = 0;
     if (data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS)
       t.pending.launch.device = device;
-    const std::lock_guard state(state_mutex_);
-    if (const auto it = execs_.find(exec); it != execs_.end()) {
-      t.pending.launch.exec = it->second.number;
-      t.pending.launch.version = it->second.version;
+    {
+      const std::lock_guard state(state_mutex_);
+      if (const auto it = execs_.find(exec); it != execs_.end()) {
+        t.pending.launch.exec = it->second.number;
+        t.pending.launch.version = it->second.version;
+      }
+    }
+    if (recorder != nullptr) {
+      // Decided before the launch is submitted: the activity must be on while it is.
+      t.pending.record = recorder->launch_enter(t.pending.launch.exec, t.pending.launch.host_start_ns);
+      if (t.pending.record) recorder->add_recorded(data.correlationId);
     }
     return;
   }
@@ -320,6 +386,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   t.pending.launch.host_end_ns = now_ns();
   PendingLaunch done = t.pending;
   t = ThreadLaunch{};
+  if (recorder != nullptr) recorder->launch_exit();
   const std::lock_guard state(state_mutex_);
   ++launches_seen_;
   if (done.runtime_correlation != 0) {
@@ -327,6 +394,8 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
     if (done.driver_correlation != 0)
       ++(done.driver_correlation == done.runtime_correlation ? nested_same_id_ : nested_other_id_);
   }
+  if (!done.record) return;  // counted by the recorder, not written
+  ++launches_recorded_;
   undecided_.push_back(done);
 }
 
@@ -364,11 +433,16 @@ void Tracer::finish() noexcept {
       // Under the state lock, so no buffer being written lands after the footer.
       const std::lock_guard state(state_mutex_);
       write_launches_locked({}, true);
+      if (recorder != nullptr) {
+        dump_flight_locked("exit");
+        (void)writer.write(recorder->take_event_chunks());
+        (void)writer.write(recorder->counts_chunk());
+      }
       if (buffers_refused_ > 0)
         note(std::to_string(buffers_refused_) + " record buffers could not be allocated: their records were dropped");
-      if (launches_seen_ > 0 && graph_records_ == 0)
-        note(std::to_string(launches_seen_) +
-             " graph launches were seen but no graph record came back: another tool may have taken CUPTI's "
+      if (launches_recorded_ > 0 && graph_records_ == 0)
+        note(std::to_string(launches_recorded_) +
+             " graph launches were recorded but no graph record came back: another tool may have taken CUPTI's "
              "activity buffers");
       else if (!contexts.empty() && records_written_ == 0 && !quiet.load())
         note("CUDA contexts were created but no activity record came back");
@@ -411,12 +485,29 @@ void Tracer::flush_at_signal(int signal) noexcept {
   try {
     (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::unique_lock state(state_mutex_, std::try_to_lock);
-    if (state.owns_lock()) write_launches_locked({}, true);
+    if (state.owns_lock()) {
+      write_launches_locked({}, true);
+      dump_flight_locked("signal " + std::to_string(signal));
+    }
     note("the process received signal " + std::to_string(signal) +
          ": CUPTI's buffers were handed back then (records of work still running have no end)");
   } catch (...) {
   }
   t_signal_flush = false;
+}
+
+void Tracer::on_tick() noexcept {
+  if (recorder == nullptr || quiet.load() || finishing_.load() || finished_.load() || !writer.ours()) return;
+  try {
+    recorder->tick(now_ns());
+    if (const std::string events = recorder->take_event_chunks(); !events.empty()) (void)writer.write(events);
+    if (!recorder->dump_requested.exchange(false)) return;
+    (void)cuptiActivityFlushAll(0);  // the records of launches that have completed
+    const std::lock_guard state(state_mutex_);
+    write_launches_locked({}, false);
+    dump_flight_locked(recorder->options().dump_on);
+  } catch (...) {
+  }
 }
 
 }  // namespace tpgraph::inject

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 
 #include "core/records/trace_file.hpp"
 #include "inject/record_writer.hpp"
+#include "inject/recorder.hpp"
 #include "inject/topology.hpp"
 
 namespace tpgraph::inject {
@@ -42,6 +44,7 @@ enum class CarriedId { unknown, runtime, driver };
 struct PendingLaunch {
   std::uint32_t runtime_correlation = 0;  // 0: launched through the driver API directly
   std::uint32_t driver_correlation = 0;   // 0: no nested driver call seen
+  bool record = true;                     // the recorder chose it (always, without one)
   WireLaunch launch;
 };
 
@@ -68,6 +71,8 @@ class Tracer {
   // recording stops (limit_reached) and says so.
   std::uint64_t max_record_bytes = std::uint64_t{4} << 30;
   std::atomic<bool> limit_reached{false};
+  // Built only when `trace` asked for less than everything (a window, sampling, the flight recorder).
+  std::unique_ptr<Recorder> recorder;
 
   void note(const std::string& text) noexcept {
     try {
@@ -98,10 +103,22 @@ class Tracer {
   // A fatal signal: hand CUPTI's buffers back (forced: the process will not finish its work), write
   // the launches held so far and a note naming the signal. No footer: the file reads as cut short.
   void flush_at_signal(int signal) noexcept;
+  // The recorder's window transitions, and the flight recorder when the dump signal asked for it.
+  void on_tick() noexcept;
+  // Origins (capture site, NVTX ranges) are taken only when asked: TPGRAPH_INJECT_ORIGIN=0 leaves
+  // them out (the cost-of-tracing knobs, docs/trace.md).
+  bool origins = true;
+  // TPGRAPH_INJECT_COST=no-write: records decoded and interned but not written (the writer's share).
+  bool discard_records = false;
 
  private:
   std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
   void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
+  // Writes what the flight recorder holds, and a dump event naming `why`.
+  void dump_flight_locked(const std::string& why);
+  // Records (and the names before them) within max_record_bytes; false once the limit is reached.
+  bool write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
+                            std::uint64_t graph_records);
 
   std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
   std::unordered_map<std::string, std::uint32_t> names_;      // written name -> id
@@ -117,6 +134,7 @@ class Tracer {
     json nodes;
     json edges;
     std::uint64_t parameter_updates = 0;  // kernel parameter changes that kept the version
+    tracefile::GraphOrigin origin;        // where the graph was captured (written with every version)
   };
   void write_graph_locked(ExecState& state, const Topology& topology,
                           std::vector<std::pair<std::uint64_t, int>> clones);
@@ -130,6 +148,7 @@ class Tracer {
   std::uint64_t record_bytes_ = 0;  // names and records written (the file's bulk)
   std::uint64_t graph_records_ = 0;
   std::uint64_t launches_seen_ = 0;
+  std::uint64_t launches_recorded_ = 0;
   // How launches were made, for the verbose summary: through the runtime (and whether its driver
   // call showed up with an id of its own) or through the driver directly.
   std::uint64_t runtime_launches_ = 0;

@@ -153,3 +153,46 @@ TEST_CASE("a trace into a folder another tpgraph holds is refused before its com
   }
   fs::remove(marker);
 }
+
+TEST_CASE("trace passes the recording flags to the program's environment", "[trace][cli][recording]") {
+  Folder out;
+  const fs::path env = fs::temp_directory_path() / ("tpgraph-trace-env-" + std::to_string(::getpid()));
+  const Outcome o = trace(
+      "--delay 20 --duration 5 --launches 7 --sample 100 --keep-last 200 --dump-on SIGUSR1 "
+      "--max-file-size 10 --nvtx-range execute_model --out '" +
+      out.path.string() + "' -- sh -c 'env > \"" + env.string() + "\"'");
+  INFO(o.text);
+  CHECK(o.code == 0);
+  std::ifstream in(env);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  fs::remove(env);
+  CHECK(has(text, "TPGRAPH_DELAY_MS=20000\n"));
+  CHECK(has(text, "TPGRAPH_DURATION_MS=5000\n"));
+  CHECK(has(text, "TPGRAPH_LAUNCHES=7\n"));
+  CHECK(has(text, "TPGRAPH_SAMPLE=100\n"));
+  CHECK(has(text, "TPGRAPH_KEEP_LAST=200\n"));
+  CHECK(has(text, "TPGRAPH_DUMP_ON=10\n"));
+  CHECK(has(text, "TPGRAPH_MAX_FILE_BYTES=10485760\n"));
+  CHECK(has(text, "TPGRAPH_RANGE=nvtx:execute_model\n"));
+  CHECK(has(text, "NVTX_INJECTION64_PATH="));
+}
+
+TEST_CASE("trace refuses recording flags it cannot honour, in one line, before the command runs",
+          "[trace][cli][recording]") {
+  Folder out;
+  const std::string dir = " --out '" + out.path.string() + "' -- true";
+  const auto refused = [&](const std::string& flags, const std::string& says) {
+    const Outcome o = trace(flags + dir);
+    INFO(flags << ": " << o.text);
+    CHECK(o.code == 2);
+    CHECK(has(o.text, says));
+    CHECK_FALSE(fs::exists(out.path / "procs"));
+  };
+  refused("--sample 0", "--sample");
+  refused("--delay 5x", "--delay");
+  refused("--max-file-size 0", "--max-file-size");
+  refused("--keep-last 10 --dump-on SIGTERM", "accepted: SIGUSR1 or SIGUSR2");
+  refused("--dump-on SIGUSR1", "needs --keep-last");
+  refused("--profiler-range --nvtx-range step", "exclude each other");
+  refused("--nvtx-range ''", "--nvtx-range");
+}

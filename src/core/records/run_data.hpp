@@ -103,6 +103,8 @@ struct TraceCompleteness {
   std::vector<std::string> truncated;    // per file: "pid 12: why"
   std::string rank_rule;                 // how processes became ranks
   std::vector<std::string> profiler;     // CUPTI taken from, or by, another profiler
+  // What was recorded where not everything was: windows, sampling, the flight recorder, the size limit.
+  std::vector<std::string> recording;
   [[nodiscard]] bool clean() const { return unmatched == 0 && no_topology.empty() && truncated.empty(); }
   // "CLEAN: ..." or "NOT CLEAN: ..." with every count: the first line of every output of a trace.
   [[nodiscard]] std::string line() const;

@@ -14,6 +14,7 @@
 #include "core/base/error.hpp"
 #include "core/base/json_input.hpp"
 #include "core/model/scenario.hpp"  // kMaxDevice
+#include "core/records/trace_recording.hpp"
 
 namespace tpgraph::tracefile {
 
@@ -233,6 +234,7 @@ class FileReader {
       case ChunkType::launches: return "launches";
       case ChunkType::note: return "note";
       case ChunkType::footer: return "footer";
+      case ChunkType::recording: return "recording";
     }
     return "unknown";
   }
@@ -251,6 +253,9 @@ class FileReader {
       case ChunkType::launches: return launches(payload);
       case ChunkType::note: out_.notes.push_back(printable(payload)); return;
       case ChunkType::footer: return footer(payload);
+      case ChunkType::recording:
+        if (const std::string wrong = read_recording_chunk(payload, out_.recording); !wrong.empty()) warn_once(wrong);
+        return;
     }
     warn_once(fmt::format("chunks of unknown type {} skipped", type));
   }
@@ -317,6 +322,7 @@ class FileReader {
       g.topology_error = error->is_string() && !error->get_ref<const std::string&>().empty()
                              ? printable(error->get_ref<const std::string&>())
                              : std::string("the topology was marked unreadable");
+    if (const auto origin = j->find("origin"); origin != j->end()) g.origin = read_origin(origin->dump());
     const auto nodes = j->find("nodes");
     if (nodes == j->end() || !nodes->is_array()) return warn_once("a graph chunk without nodes (skipped)");
     g.nodes.reserve(nodes->size());

@@ -27,8 +27,12 @@
 //            be read: the graph's records are then shown without a topology, never dropped)
 //   records  WireRecord[] (fixed size, see below)
 //   launches WireLaunch[]: graph launches with the host time of the launch call
+//            origin (optional, trace_recording.hpp): where the graph came from
 //   note     UTF-8 text the report repeats (a warning, "another tool holds CUPTI", ...)
 //   footer   JSON: records, dropped, end_ns; present only when the process ended cleanly
+//   recording JSON (trace_recording.hpp): what was recorded when a window, sampling or the flight
+//            recorder was asked for; absent when everything was. Added within version 1: a reader
+//            that predates it skips the chunk with a note, and files without it read as before.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -62,6 +66,7 @@ enum class ChunkType : std::uint32_t {
   launches = 6,
   note = 7,
   footer = 8,
+  recording = 9,
 };
 
 // One CUPTI activity record as stored (56 bytes, no padding between fields).
@@ -132,6 +137,15 @@ struct EdgeData {
   friend bool operator==(const EdgeData&, const EdgeData&) = default;
 };
 
+// Where a graph came from, as the injection library saw it (trace_recording.hpp): the NVTX ranges
+// open on the capturing thread and the program's frames, innermost first, at capture begin (or at
+// instantiation for a graph built node by node).
+struct GraphOrigin {
+  std::string at;                  // "capture" or "instantiation"; "" when not recorded
+  std::vector<std::string> nvtx;   // outermost first
+  std::vector<std::string> stack;  // the capture site first: frames outside CUDA and framework libraries
+};
+
 struct TracedGraph {
   std::uint32_t exec = 0;
   std::uint32_t version = 0;  // 0 at instantiation, +1 per cudaGraphExecUpdate / node update
@@ -141,6 +155,28 @@ struct TracedGraph {
   std::vector<EdgeData> edge_data;                    // parallel to edges
   std::vector<std::pair<std::uint64_t, int>> clones;  // instantiated node id -> node index
   std::string topology_error;                         // "": nodes and edges were read; else why not (its records stay)
+  GraphOrigin origin;
+};
+
+// What a process recorded when not everything was (the recording chunks): the policy, the window's
+// transitions, dumps of the flight recorder, where the size limit stopped it, launch counts.
+struct RecordingEvent {
+  std::string event;  // "open", "close", "dump", "limit"
+  std::uint64_t at_ns = 0;
+  std::string why;
+};
+struct RecordingCount {
+  std::uint32_t exec = 0;
+  std::uint64_t seen = 0;       // launches of the graph
+  std::uint64_t in_window = 0;  // ... while the window was open
+  std::uint64_t recorded = 0;   // ... recorded (sampled, under the launch count)
+};
+struct RecordingLog {
+  std::string policy;  // Options::describe(); "" when no recording chunk was read
+  std::vector<RecordingEvent> events;
+  std::vector<RecordingCount> counts;
+  std::uint64_t filtered = 0;  // graph records of launches not recorded, dropped by the library
+  std::uint64_t evicted = 0;   // flight recorder: launches forgotten (older than the last N)
 };
 
 struct TracedDevice {
@@ -168,6 +204,7 @@ struct ProcessFile {
   std::vector<ActivityRecord> records;  // node and replay left -1: the join fills them
   std::vector<WireLaunch> launches;
   std::vector<std::string> notes;
+  RecordingLog recording;
   // footer
   bool complete = false;  // the footer was read: the process ended cleanly
   std::uint64_t footer_records = 0;

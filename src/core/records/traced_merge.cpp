@@ -13,6 +13,7 @@
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
 #include "core/records/trace_folder.hpp"
+#include "core/records/trace_recording.hpp"
 #include "core/records/traced_merge.hpp"
 
 namespace tpgraph {
@@ -359,6 +360,11 @@ class Merger {
       std::string ranks_text;
       for (const auto& l : rank_lines) ranks_text += (ranks_text.empty() ? "" : "; ") + l;
       v.notes.insert(v.notes.begin(), fmt::format("traced {}: {}", v.scenario.name, ranks_text));
+      if (grp.template_graph >= 0) {
+        const auto& g = files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)];
+        v.notes.insert(v.notes.begin() + 1,
+                       fmt::format("traced {} is {}", v.scenario.name, tracefile::graph_identity(g, fingerprint(g))));
+      }
       if (grp.topology && grp.processes.size() > 1) {
         const auto& tmpl = files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)];
         for (auto& c : summarize_collectives(v, tmpl, static_cast<int>(grp.processes.size()), replays)) {
@@ -541,6 +547,7 @@ class Merger {
         if (n.starts_with("profiler:") || n.find("another tool holds CUPTI") != std::string::npos)
           c.profiler.push_back(fmt::format("pid {}: {}", f.pid, n));
       }
+      for (auto& line : tracefile::recording_lines(f)) c.recording.push_back(std::move(line));
       if (!f.complete) {
         out_.notes.push_back(fmt::format("pid {}: record file truncated ({})", f.pid, f.truncation));
         c.truncated.push_back(fmt::format("pid {}: {}", f.pid, f.truncation));

@@ -1,0 +1,81 @@
+// What the injection library records when `trace` asks for less than everything (a window,
+// sampling, a launch count, the flight recorder): the GPU-free decisions of core/records'
+// recording::Window and recording::FlightRecorder, and the CUPTI side of them — turning the
+// activity kinds on and off, remembering which launches were recorded, the dump signal. The
+// tracer asks it per launch and per record buffer; with the default options it is never built.
+#pragma once
+#include <cupti.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/records/flight_recorder.hpp"
+#include "core/records/recording_window.hpp"
+#include "core/records/trace_file.hpp"
+
+namespace tpgraph::inject {
+
+// GRAPH_TRACE must never be among these: it replaces every per-node kernel record with one record
+// per graph launch (measured on the H200).
+inline constexpr std::array kActivityKinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                              CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// The options from the environment `trace` sets (docs/trace.md): TPGRAPH_DELAY_MS,
+// TPGRAPH_DURATION_MS, TPGRAPH_LAUNCHES, TPGRAPH_RANGE ("profiler" or "nvtx:NAME"), TPGRAPH_SAMPLE,
+// TPGRAPH_KEEP_LAST, TPGRAPH_DUMP_ON (a signal number). A value that does not parse is ignored
+// with a note (trace checked it already; a hand-set variable may be wrong).
+recording::Options recording_options_from_env(std::vector<std::string>& problems);
+
+class Recorder {
+ public:
+  Recorder(recording::Options options, std::uint64_t start_ns);
+  // CUPTI is started with every activity kind on: turn them off now if the window is closed.
+  void start();
+
+  // A launch call begins on this thread: whether it is recorded. Turns the activity on for it
+  // when it is recorded and the activity is off.
+  bool launch_enter(std::uint32_t exec, std::uint64_t now_ns);
+  // ... and returns: the activity as it should be between launches.
+  void launch_exit();
+  void profiler(bool start, std::uint64_t now_ns);
+  void nvtx(const std::string& name, bool open, std::uint64_t now_ns);
+  void tick(std::uint64_t now_ns);
+
+  // The correlation id of a recorded launch (the runtime call's and its driver call's).
+  void add_recorded(std::uint32_t correlation_id);
+  // Per record: kept, or a graph record of a launch not recorded (dropped, counted). Eager records
+  // are kept.
+  [[nodiscard]] std::vector<bool> keep(const std::vector<tracefile::WireRecord>& records);
+
+  [[nodiscard]] bool keeps_last() const { return options_.keep_last > 0; }
+  // The flight recorder, under the tracer's state lock.
+  recording::FlightRecorder& flight() { return flight_; }
+
+  // Window transitions since the last call, as recording chunks.
+  [[nodiscard]] std::string take_event_chunks();
+  // The counts chunk written at exit.
+  [[nodiscard]] std::string counts_chunk();
+
+  // Set from the dump signal's handler (async-signal-safe); the flush thread dumps.
+  std::atomic<bool> dump_requested{false};
+  [[nodiscard]] const recording::Options& options() const { return options_; }
+
+ private:
+  void set_activity_locked(bool on);
+
+  recording::Options options_;
+  std::mutex window_mutex_;  // guards window_ and activity_on_; taken before filter_mutex_, never after
+  recording::Window window_;
+  bool activity_on_ = true;  // start_cupti enabled the kinds
+  std::mutex filter_mutex_;
+  recording::RecordedLaunches recorded_;
+  std::uint64_t filtered_ = 0;
+  recording::FlightRecorder flight_;  // guarded by the tracer's state lock
+};
+
+}  // namespace tpgraph::inject
