@@ -99,13 +99,18 @@ struct VariantRun {
 struct TraceCompleteness {
   std::uint64_t records = 0;             // graph records in all the files
   std::uint64_t unmatched = 0;           // graph records that reached no node and no graph without topology
+  std::uint64_t launches = 0;            // graph launches the files hold
+  std::uint64_t eager_records = 0;       // records of work outside graphs
   std::vector<std::string> no_topology;  // per graph: "pid 12 exec 3: why"
   std::vector<std::string> truncated;    // per file: "pid 12: why"
   std::string rank_rule;                 // how processes became ranks
   std::vector<std::string> profiler;     // CUPTI taken from, or by, another profiler
   // What was recorded where not everything was: windows, sampling, the flight recorder, the size limit.
   std::vector<std::string> recording;
-  [[nodiscard]] bool clean() const { return unmatched == 0 && no_topology.empty() && truncated.empty(); }
+  // Launches with no graph record at all (a window that never opened, records lost) are not clean.
+  [[nodiscard]] bool clean() const {
+    return unmatched == 0 && no_topology.empty() && truncated.empty() && (records > 0 || launches == 0);
+  }
   // "CLEAN: ..." or "NOT CLEAN: ..." with every count: the first line of every output of a trace.
   [[nodiscard]] std::string line() const;
 };

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -18,6 +19,9 @@
 namespace tpgraph {
 
 std::string TraceCompleteness::line() const {
+  if (clean() && launches == 0)
+    return fmt::format("NO GRAPHS: the program launched no CUDA graph; {} record{} of work outside graphs",
+                       eager_records, eager_records == 1 ? "" : "s");
   if (clean())
     return fmt::format(
         "CLEAN: all {} graph records matched a node, every launched graph's topology was read, "
@@ -25,6 +29,9 @@ std::string TraceCompleteness::line() const {
         records);
   std::string why;
   const auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
+  if (records == 0 && launches > 0)
+    add(fmt::format("{} graph launch{} and no record of their work{}", launches, launches == 1 ? "" : "es",
+                    recording.empty() ? "" : " (what was recorded: see the recording lines)"));
   if (unmatched > 0) add(fmt::format("{} of {} graph records matched no node", unmatched, records));
   if (!no_topology.empty())
     add(fmt::format("{} graph{} without topology (records shown per stream)", no_topology.size(),
@@ -141,6 +148,59 @@ void classify_shapes(const std::vector<ProcessFile>& files, std::vector<ProcessI
     }
 }
 
+// The ids records carry for the nodes inside child graphs and conditional bodies. CUPTI (CUDA 13.0,
+// driver 580) numbers an executable's nodes (exec graph id << 32 | i), the top level first in the
+// order the graph lists them, then the bodies' nodes in the order the reader flattens them, so i is
+// the node's index here: the clone callbacks name the bodies' nodes by ids of their own graphs,
+// which no record carries. Taken only where the top level's clones are exactly (G << 32 | index)
+// for one G; otherwise the bodies' records stay unmatched and the report says so.
+std::vector<std::pair<std::uint64_t, int>> body_node_ids(const TracedGraph& graph) {
+  std::vector<std::pair<std::uint64_t, int>> out;
+  std::optional<std::uint64_t> exec_graph;
+  std::size_t top = 0, bodies = 0;
+  for (const auto& [clone, node] : graph.clones) {
+    if (node < 0 || static_cast<std::size_t>(node) >= graph.nodes.size()) return out;
+    if (graph.nodes[static_cast<std::size_t>(node)].parent >= 0) continue;
+    if ((clone & 0xffffffffULL) != static_cast<std::uint64_t>(node)) return out;
+    if (exec_graph && *exec_graph != clone >> 32) return out;
+    exec_graph = clone >> 32;
+    ++top;
+  }
+  for (const auto& n : graph.nodes) bodies += n.parent >= 0 ? 1 : 0;
+  if (!exec_graph || bodies == 0 || top + bodies != graph.nodes.size()) return out;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i)
+    if (graph.nodes[i].parent >= 0) out.emplace_back(*exec_graph << 32 | i, static_cast<int>(i));
+  return out;
+}
+
+void attribute_device_launched_records(ProcessFile& p) {
+  std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> starts;  // graph id
+  std::unordered_map<std::uint32_t, std::uint64_t> first;  // correlation id -> its first record's start
+  bool any = false;
+  for (const auto& a : p.records) {
+    if (a.graph_node_id == 0 || a.graph_id == 0) continue;
+    if (a.correlation_id == 0) {
+      any = true;
+      continue;
+    }
+    const auto [it, fresh] = first.emplace(a.correlation_id, a.start_ns);
+    if (!fresh) it->second = std::min(it->second, a.start_ns);
+  }
+  if (!any) return;
+  for (const auto& a : p.records)
+    if (a.graph_node_id != 0 && a.graph_id != 0 && a.correlation_id != 0 && first.at(a.correlation_id) == a.start_ns)
+      starts[a.graph_id].emplace_back(a.start_ns, a.correlation_id);
+  for (auto& [graph, list] : starts) std::sort(list.begin(), list.end());
+  for (auto& a : p.records) {
+    if (a.graph_node_id == 0 || a.graph_id == 0 || a.correlation_id != 0) continue;
+    const auto it = starts.find(a.graph_id);
+    if (it == starts.end()) continue;
+    const auto& list = it->second;
+    const auto after = std::upper_bound(list.begin(), list.end(), std::make_pair(a.start_ns, UINT32_MAX));
+    if (after != list.begin()) a.correlation_id = std::prev(after)->second;
+  }
+}
+
 ProcessIndex index_process(const ProcessFile& p) {
   ProcessIndex ix;
   ix.graph_fingerprint.reserve(p.graphs.size());
@@ -155,6 +215,7 @@ ProcessIndex index_process(const ProcessFile& p) {
     for (std::size_t i = 0; i < graph.nodes.size(); ++i)
       if (graph.nodes[i].id != 0) ix.resolver.map_node(graph.nodes[i].id, base + static_cast<int>(i));
     for (const auto& [clone, node] : graph.clones) ix.resolver.map_node(clone, base + node);
+    for (const auto& [id, node] : body_node_ids(graph)) ix.resolver.map_node(id, base + node);
   }
   for (std::size_t g = 0; g < p.graphs.size(); ++g) {
     const auto updated = std::count_if(p.graphs.begin(), p.graphs.end(),
@@ -165,6 +226,7 @@ ProcessIndex index_process(const ProcessFile& p) {
         std::find_if(ix.slots.begin(), ix.slots.end(), [&](const Slot& s) { return s.graph == static_cast<int>(g); }) -
         ix.slots.begin());
     for (const auto& [clone, node] : p.graphs[g].clones) own[clone] = base + node;
+    for (const auto& [id, node] : body_node_ids(p.graphs[g])) own[id] = base + node;
   }
   return ix;
 }

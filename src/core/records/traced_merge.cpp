@@ -131,6 +131,7 @@ class Merger {
     std::map<std::tuple<std::uint64_t, std::uint32_t, std::size_t>, int> group_of_key;
     group_of_graph_.resize(files_.size());
     bucket_.resize(files_.size());
+    for (auto& f : files_) attribute_device_launched_records(f);
     for (const auto& f : files_) index_.push_back(index_process(f));
     classify_shapes(files_, index_);
     for (std::size_t p = 0; p < files_.size(); ++p) {
@@ -555,6 +556,8 @@ class Merger {
     }
     for (const auto& tp : out_.processes) {
       c.records += tp.graph_records;
+      c.launches += tp.launches;
+      c.eager_records += tp.eager_records;
       c.unmatched += tp.unmatched;
       if (tp.unmatched > 0)
         out_.notes.push_back(

@@ -61,6 +61,12 @@ struct Placement {
   std::vector<int> node;   // [record]: node in the group's template graph; -1: a graph without topology
 };
 
+// Records of kernels a graph launched from the device (a conditional node's body) carry
+// correlation id 0: each is given the launch of its graph (the record's CUPTI graph id) that began
+// last before it, found among the records of the same graph that carry a launch's correlation id.
+// Launches of one executable never overlap, so the launch running at the record's start is that one.
+void attribute_device_launched_records(tracefile::ProcessFile& p);
+
 // Every graph chunk of a process: its slots, the resolver of record node ids, fingerprints.
 [[nodiscard]] ProcessIndex index_process(const tracefile::ProcessFile& p);
 // Gives every graph of every process its shape class: graphs whose hash collides but whose shapes
