@@ -64,7 +64,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
                      geometry_text(s.geometry), to_string(s.peer_copy),
                      s.copy_rows ? fmt::format("{}", *s.copy_rows) : "all", to_string(s.join), s.layers, s.root_busy,
                      to_string(s.alloc), to_string(s.issue), to_string(s.layout), to_string(s.weights), v.replay_count,
-                     s.warmup, folders[i]);
+                     warmup_text(s.warmup), folders[i]);
 
     fmt::format_to(it, "### Ranks (µs: min / median / p90)\n\n");
     Table ranks({"rank", "GPU", "start offset", "span", "event span", "cupti/event", "event - cupti"}, "llrrrrr");
