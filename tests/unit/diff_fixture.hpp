@@ -18,7 +18,8 @@ namespace tpgraph::testing {
 struct SyntheticRun {
   std::uint64_t seed = 1;
   int replays = 200;
-  int ramp_replays = 40;       // warm-up: 15% slower at replay 0, decaying with this time constant / 4
+  int ramp_replays = 40;       // warm-up: 25% slower at replay 0, decaying with time constant ramp_replays / 2
+  double late_ramp = 0;        // the last 15% of the replays slow down linearly by this much (never steady)
   double run_sd = 0.003;       // the run's clock factor
   double drift = 0.005;        // from the first replay to the last
   double wobble_sd = 0.01;     // per replay, shared by the nodes, AR(1) with wobble_phi
@@ -75,8 +76,10 @@ inline RunData synthetic_run(const SyntheticRun& o) {
   double wobble = 0;
   for (int r = 0; r < o.replays; ++r) {
     wobble = o.wobble_phi * wobble + std::sqrt(1 - o.wobble_phi * o.wobble_phi) * o.wobble_sd * rng.normal();
-    const double ramp = 0.15 * std::exp(-4.0 * r / std::max(1, o.ramp_replays));
-    const double clock = run_factor * (1 + ramp) * (1 + o.drift * r / o.replays) * (1 + wobble);
+    const double ramp = 0.25 * std::exp(-2.0 * r / std::max(1, o.ramp_replays));
+    const int late = o.replays - o.replays * 15 / 100;
+    const double step = r >= late ? 1 + o.late_ramp * (r - late) / (o.replays - late) : 1.0;
+    const double clock = run_factor * (1 + ramp) * step * (1 + o.drift * r / o.replays) * (1 + wobble);
     std::vector<double> end(specs.size(), 0);
     for (const std::size_t i : {0, 1, 2, 4, 5, 6, 7, 3}) {  // a topological order of the specs
       double ready = 0;

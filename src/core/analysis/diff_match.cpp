@@ -40,6 +40,29 @@ std::vector<VariantPair> match_variants(const DiffRun& a, const DiffRun& b, std:
 
 namespace {
 
+// Unpaired nodes of one rank and one kernel, in depth order: the same kernel moved in the graph (an
+// edge added or removed changes depths); the edges say what moved it.
+void pair_moved(const DiffVariant& a, const DiffVariant& b, NodePairs& p) {
+  std::map<std::pair<int, std::string>, std::vector<int>> b_free;
+  std::vector<std::size_t> order(b.nodes.size());
+  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return b.nodes[x].depth < b.nodes[y].depth; });
+  for (const std::size_t j : order)
+    if (p.a_of_b[j] < 0) b_free[{b.nodes[j].rank, b.nodes[j].kernel}].push_back(static_cast<int>(j));
+  std::vector<std::size_t> a_order(a.nodes.size());
+  for (std::size_t i = 0; i < a_order.size(); ++i) a_order[i] = i;
+  std::stable_sort(a_order.begin(), a_order.end(), [&](std::size_t x, std::size_t y) { return a.nodes[x].depth < a.nodes[y].depth; });
+  for (const std::size_t i : a_order) {
+    if (p.b_of_a[i] >= 0 || !a.traced) continue;
+    auto it = b_free.find({a.nodes[i].rank, a.nodes[i].kernel});
+    if (it == b_free.end() || it->second.empty()) continue;
+    const int j = it->second.front();
+    it->second.erase(it->second.begin());
+    p.b_of_a[i] = j;
+    p.a_of_b[static_cast<std::size_t>(j)] = static_cast<int>(i);
+  }
+}
+
 // Unpaired nodes of one kind at one place (rank, depth), in node order, pair up as a kernel renamed:
 // a new version of a kernel keeps its place in the graph.
 void pair_renamed(const DiffVariant& a, const DiffVariant& b, NodePairs& p, const std::string& variant,
@@ -103,6 +126,7 @@ NodePairs match_nodes(const DiffVariant& a, const DiffVariant& b, const std::str
     p.b_of_a[i] = it->second;
     p.a_of_b[static_cast<std::size_t>(it->second)] = static_cast<int>(i);
   }
+  pair_moved(a, b, p);
   pair_renamed(a, b, p, variant, structure);
   for (std::size_t i = 0; i < a.nodes.size(); ++i)
     if (p.b_of_a[i] < 0) structure.push_back({StructureKind::node_removed, variant, a.nodes[i].label});
