@@ -43,7 +43,8 @@ double parse_percent(const std::string& text, std::string_view flag) {
   double v = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc{} || end != t.data() + t.size() || !(v >= 0 && v <= 1000))
-    throw InputError(fmt::format("{}: '{}' is not accepted; accepted: a percentage from 0 to 1000, as 3% or 3", flag, text));
+    throw InputError(
+        fmt::format("{}: '{}' is not accepted; accepted: a percentage from 0 to 1000, as 3% or 3", flag, text));
   return v / 100;
 }
 
@@ -53,9 +54,10 @@ DiffRun load_side(const std::string& where, std::string_view name) {
   const fs::path path = where;
   std::error_code ec;
   if (!fs::exists(path, ec))
-    throw InputError(fmt::format("{} '{}': no such folder or file; accepted: a run folder (tpgraph run), a trace folder "
-                                 "(tpgraph trace) or a records.json",
-                                 name, where));
+    throw InputError(
+        fmt::format("{} '{}': no such folder or file; accepted: a run folder (tpgraph run), a trace folder "
+                    "(tpgraph trace) or a records.json",
+                    name, where));
   AnalysisOptions options;
   options.keep_series = true;
   options.detail_replays = 0;
@@ -95,7 +97,8 @@ void write_outputs(const DiffArgs& args, const Compared& c) {
     for (std::size_t i = 0; i < c.diff.variants.size(); ++i) {
       const VariantDiff& v = c.diff.variants[i];
       for (const auto& vb : c.b.variants)
-        if (vb.name == v.b) files.emplace_back(fs::path(args.dot) / (v.a + ".diff.dot"), render_diff_dot(c.diff, v, vb));
+        if (vb.name == v.b)
+          files.emplace_back(fs::path(args.dot) / (v.a + ".diff.dot"), render_diff_dot(c.diff, v, vb));
     }
   }
   for (const auto& [path, text] : files) write_file_atomically(path, text);
@@ -104,24 +107,29 @@ void write_outputs(const DiffArgs& args, const Compared& c) {
 void add_common(CLI::App& cmd, DiffArgs& args) {
   cmd.add_option("A", args.a, "the run or trace folder to compare against (before)")->required();
   cmd.add_option("B", args.b, "the run or trace folder compared (after)")->required();
-  cmd.add_option("--threshold", args.threshold, "practical threshold: a change moves the median by at least this share (default 2%)");
+  cmd.add_option("--threshold", args.threshold,
+                 "practical threshold: a change moves the median by at least this share (default 2%)");
   cmd.add_option("--min-us", args.min_us, "practical threshold: ... and by at least this many µs (default 0.5)")
       ->check(CLI::Range(0.0, 1e9));
   cmd.add_option("--max-tracing-cost-change", args.max_tracing_cost_change,
                  "runs whose tracing costs differ by more than this are not comparable (default 5%)");
   cmd.add_option("--seed", args.seed, "seed of the bootstrap's draws (default 1)");
   add_integer_flag(cmd, "--resamples", args.resamples, 100, 100000, "bootstrap resamples per figure");
-  cmd.add_option("--json", args.json, "also write the diff as JSON (docs/diff.md) to this file; - for stdout instead of the table");
+  cmd.add_option("--json", args.json,
+                 "also write the diff as JSON (docs/diff.md) to this file; - for stdout instead of the table");
 }
 
 }  // namespace
 
 void add_diff_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
-  auto* cmd = app.add_subcommand("diff", "compare two runs or traces node by node: what changed, by how much, how sure");
+  auto* cmd =
+      app.add_subcommand("diff", "compare two runs or traces node by node: what changed, by how much, how sure");
   add_common(*cmd, *args);
-  cmd->add_option("--md", args->md, "also write the diff as markdown (a pull-request comment); - for stdout instead of the table");
-  cmd->add_option("--dot", args->dot, "write <variant>.diff.dot per variant pair into this folder: B's graph coloured by change");
+  cmd->add_option("--md", args->md,
+                  "also write the diff as markdown (a pull-request comment); - for stdout instead of the table");
+  cmd->add_option("--dot", args->dot,
+                  "write <variant>.diff.dot per variant pair into this folder: B's graph coloured by change");
   cmd->callback([args] {
     const Compared c = compare(*args);
     write_outputs(*args, c);
@@ -137,11 +145,13 @@ void add_gate_command(CLI::App& app) {
       "gate", "CI: exit 0 when B did not regress from A beyond the budget, 5 on a regression, 6 when not comparable");
   add_common(*cmd, *args);
   cmd->add_option("--max-slowdown", args->max_slowdown, "budget of a node's duration and the launch cost (default 3%)");
-  cmd->add_option("--max-span-slowdown", args->max_span_slowdown, "budget of the rank and replay spans (default: --max-slowdown)");
+  cmd->add_option("--max-span-slowdown", args->max_span_slowdown,
+                  "budget of the rank and replay spans (default: --max-slowdown)");
   cmd->callback([args] {
     GateBudget budget;
     budget.max_slowdown = parse_percent(args->max_slowdown, "--max-slowdown");
-    if (!args->max_span_slowdown.empty()) budget.max_span_slowdown = parse_percent(args->max_span_slowdown, "--max-span-slowdown");
+    if (!args->max_span_slowdown.empty())
+      budget.max_span_slowdown = parse_percent(args->max_span_slowdown, "--max-span-slowdown");
     // Fails closed: a run that is missing or cannot be read is not comparable, never a pass.
     Compared c;
     try {

@@ -21,7 +21,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--ranks", o.ranks, "tensor-parallel ranks R (>= 1)")->group(group);
   cmd.add_option("--devices", o.devices, "GPU of each rank, comma-separated: 0,1 or 0,0")->group(group);
   cmd.add_option("--replays", o.replays, "timed graph replays (>= 1)")->group(group);
-  cmd.add_option("--warmup", o.warmup, "untimed replays before them (>= 0), or auto: until the span is steady (the default)")->group(group);
+  cmd.add_option("--warmup", o.warmup,
+                 "untimed replays before them (>= 0), or auto: until the span is steady (the default)")
+      ->group(group);
   cmd.add_option("--layers", o.layers, "layers back to back in one graph (>= 1)")->group(group);
   cmd.add_option("--peer-copy", o.peer_copy, "copy z root->rank: none | per-rank | first")->group(group);
   cmd.add_option("--copy-rows", o.copy_rows, "rows each peer copy moves: N | all")->group(group);

@@ -438,8 +438,8 @@ std::unique_ptr<PreparedVariant> ScenarioRunner::prepare(const Scenario& s) {
 }
 
 int ScenarioRunner::warm_up_until_steady(PreparedVariant& prepared, std::vector<std::string>& notes) {
-  say(progress_, fmt::format("warm-up: until the span is steady (blocks of {}, at most {})", kAutoWarmupBlock,
-                             kMaxAutoWarmup));
+  say(progress_,
+      fmt::format("warm-up: until the span is steady (blocks of {}, at most {})", kAutoWarmupBlock, kMaxAutoWarmup));
   // The wall time of each replay, launch to completion: what the analysis's span follows, known on
   // the host right after each replay without tracing.
   std::vector<double> spans;

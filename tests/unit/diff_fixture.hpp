@@ -18,16 +18,16 @@ namespace tpgraph::testing {
 struct SyntheticRun {
   std::uint64_t seed = 1;
   int replays = 200;
-  int ramp_replays = 40;       // warm-up: 25% slower at replay 0, decaying with time constant ramp_replays / 2
-  double late_ramp = 0;        // the last 15% of the replays slow down linearly by this much (never steady)
-  double run_sd = 0.003;       // the run's clock factor
-  double drift = 0.005;        // from the first replay to the last
-  double wobble_sd = 0.01;     // per replay, shared by the nodes, AR(1) with wobble_phi
+  int ramp_replays = 40;    // warm-up: 25% slower at replay 0, decaying with time constant ramp_replays / 2
+  double late_ramp = 0;     // the last 15% of the replays slow down linearly by this much (never steady)
+  double run_sd = 0.003;    // the run's clock factor
+  double drift = 0.005;     // from the first replay to the last
+  double wobble_sd = 0.01;  // per replay, shared by the nodes, AR(1) with wobble_phi
   double wobble_phi = 0.6;
-  double node_sd = 0.005;      // per node and replay
+  double node_sd = 0.005;                // per node and replay
   std::map<std::string, double> slower;  // label -> factor on its duration
-  bool traced = false;         // traced kernels (keys from kernel names and positions)
-  bool reversed_ids = false;   // the same graph with its node ids in reverse order
+  bool traced = false;                   // traced kernels (keys from kernel names and positions)
+  bool reversed_ids = false;             // the same graph with its node ids in reverse order
 };
 
 // splitmix64 and Box-Muller: the same draws with every standard library.
@@ -87,7 +87,8 @@ inline RunData synthetic_run(const SyntheticRun& o) {
         if (static_cast<std::size_t>(to) == i) ready = std::max(ready, end[static_cast<std::size_t>(from)]);
       const double gap = 2.0 + 0.05 * rng.normal();  // launch latency, µs
       const auto slow = o.slower.find(specs[i].label);
-      const double us = specs[i].us * clock * (1 + o.node_sd * rng.normal()) * (slow != o.slower.end() ? slow->second : 1.0);
+      const double us =
+          specs[i].us * clock * (1 + o.node_sd * rng.normal()) * (slow != o.slower.end() ? slow->second : 1.0);
       const double start = ready + gap;
       end[i] = start + us;
       h.record(id[i], start, end[i], r);

@@ -44,10 +44,11 @@ void check_variant(const DiffVariant& va, const DiffVariant& vb, const DiffOptio
     if (!v->steady.found) {
       const SpanDrift& d = v->steady.drift;
       c.reasons.push_back(
-          d.known ? fmt::format("{}'s {} is not steady: no tail of {:.0f}% or more of its replays is (the last tried: "
-                                "first quarter {:.1f} µs, last {:.1f} µs, allowance {:.1f} µs)",
-                                side, v->name, kSteadyMinFraction * 100, d.first_us, d.last_us, d.allowance_us)
-                  : fmt::format("{}'s {} has too few replays to judge steadiness ({} present)", side, v->name, v->used));
+          d.known
+              ? fmt::format("{}'s {} is not steady: no tail of {:.0f}% or more of its replays is (the last tried: "
+                            "first quarter {:.1f} µs, last {:.1f} µs, allowance {:.1f} µs)",
+                            side, v->name, kSteadyMinFraction * 100, d.first_us, d.last_us, d.allowance_us)
+              : fmt::format("{}'s {} has too few replays to judge steadiness ({} present)", side, v->name, v->used));
     }
   }
   if (va.tracing_cost && vb.tracing_cost) {
@@ -103,14 +104,16 @@ GateResult gate_runs(const RunDiff& diff, const GateBudget& budget) {
       g.failures.push_back(fmt::format("NOT COMPARABLE: {} is in A but not in B: nothing to gate it on", s.variant));
   for (const auto& v : diff.variants)
     if (v.a_used == 0 || v.b_used == 0)
-      g.failures.push_back(fmt::format("NOT COMPARABLE: {}: no replay to compare (A {}, B {})", v.a, v.a_used, v.b_used));
+      g.failures.push_back(
+          fmt::format("NOT COMPARABLE: {}: no replay to compare (A {}, B {})", v.a, v.a_used, v.b_used));
   if (!g.failures.empty()) {
     g.outcome = GateOutcome::not_comparable;
     return g;
   }
   for (const auto& m : diff.metrics) {
     if (!m.change() || !gated(m.metric) || m.shift.shift <= 0 || m.shift.median_a <= 0) continue;
-    const double limit = is_span(m.metric) ? budget.max_span_slowdown.value_or(budget.max_slowdown) : budget.max_slowdown;
+    const double limit =
+        is_span(m.metric) ? budget.max_span_slowdown.value_or(budget.max_slowdown) : budget.max_slowdown;
     const double slowdown = m.shift.shift / m.shift.median_a;
     if (slowdown <= limit) continue;
     g.failures.push_back(fmt::format(

@@ -23,9 +23,8 @@ std::vector<VariantPair> match_variants(const DiffRun& a, const DiffRun& b, std:
       }
     }
   };
-  pass("name and graph", [](const DiffVariant& x, const DiffVariant& y) {
-    return x.name == y.name && x.fingerprint == y.fingerprint;
-  });
+  pass("name and graph",
+       [](const DiffVariant& x, const DiffVariant& y) { return x.name == y.name && x.fingerprint == y.fingerprint; });
   pass("graph fingerprint", [](const DiffVariant& x, const DiffVariant& y) { return x.fingerprint == y.fingerprint; });
   pass("name", [](const DiffVariant& x, const DiffVariant& y) { return x.name == y.name; });
   const auto left = [](const std::vector<char>& done) { return std::count(done.begin(), done.end(), 0); };
@@ -46,12 +45,14 @@ void pair_moved(const DiffVariant& a, const DiffVariant& b, NodePairs& p) {
   std::map<std::pair<int, std::string>, std::vector<int>> b_free;
   std::vector<std::size_t> order(b.nodes.size());
   for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return b.nodes[x].depth < b.nodes[y].depth; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return b.nodes[x].depth < b.nodes[y].depth; });
   for (const std::size_t j : order)
     if (p.a_of_b[j] < 0) b_free[{b.nodes[j].rank, b.nodes[j].kernel}].push_back(static_cast<int>(j));
   std::vector<std::size_t> a_order(a.nodes.size());
   for (std::size_t i = 0; i < a_order.size(); ++i) a_order[i] = i;
-  std::stable_sort(a_order.begin(), a_order.end(), [&](std::size_t x, std::size_t y) { return a.nodes[x].depth < a.nodes[y].depth; });
+  std::stable_sort(a_order.begin(), a_order.end(),
+                   [&](std::size_t x, std::size_t y) { return a.nodes[x].depth < a.nodes[y].depth; });
   for (const std::size_t i : a_order) {
     if (p.b_of_a[i] >= 0 || !a.traced) continue;
     auto it = b_free.find({a.nodes[i].rank, a.nodes[i].kernel});

@@ -50,7 +50,8 @@ std::string Comparability::line() const {
 }
 
 std::size_t RunDiff::change_count() const {
-  return static_cast<std::size_t>(std::count_if(metrics.begin(), metrics.end(), [](const MetricDiff& m) { return m.change(); }));
+  return static_cast<std::size_t>(
+      std::count_if(metrics.begin(), metrics.end(), [](const MetricDiff& m) { return m.change(); }));
 }
 
 namespace {
@@ -150,7 +151,9 @@ double mean_of(const std::vector<double>& v) {
 }
 
 // Mean time on the path over the steady replays present (0 where the node was off it).
-double path_mean(const DiffVariant& d, std::size_t node) { return mean_of(used_values(d.series[node].path_us, d.first_used)); }
+double path_mean(const DiffVariant& d, std::size_t node) {
+  return mean_of(used_values(d.series[node].path_us, d.first_used));
+}
 
 void explain_span(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, VariantDiff& vd) {
   vd.span_mean_a_us = mean_of(used_values(a.span_us, a.first_used));
@@ -163,8 +166,9 @@ void explain_span(const DiffVariant& a, const DiffVariant& b, const NodePairs& p
   }
   for (std::size_t j = 0; j < b.nodes.size(); ++j)
     if (p.a_of_b[j] < 0) shares.push_back({b.nodes[j].label + " (added)", 0.0, path_mean(b, j)});
-  std::stable_sort(shares.begin(), shares.end(),
-                   [](const PathShare& x, const PathShare& y) { return std::abs(x.shift_us()) > std::abs(y.shift_us()); });
+  std::stable_sort(shares.begin(), shares.end(), [](const PathShare& x, const PathShare& y) {
+    return std::abs(x.shift_us()) > std::abs(y.shift_us());
+  });
   const double change = vd.span_mean_b_us - vd.span_mean_a_us;
   double listed = 0;
   // Largest first, until the listed shares are within a tenth of the change (at most eight).
@@ -229,7 +233,9 @@ RunDiff diff_runs(const DiffRun& a, const DiffRun& b, const DiffOptions& options
   // after its cause); within each, the largest shift in µs first. Figures that are not changes by
   // their relative shift.
   const auto rank_of = [](Metric m) {
-    return m == Metric::duration || m == Metric::launch ? 0 : m == Metric::rank_span || m == Metric::replay_span ? 1 : 2;
+    return m == Metric::duration || m == Metric::launch         ? 0
+           : m == Metric::rank_span || m == Metric::replay_span ? 1
+                                                                : 2;
   };
   std::stable_sort(out.metrics.begin(), out.metrics.end(), [&](const MetricDiff& x, const MetricDiff& y) {
     if (x.change() != y.change()) return x.change();

@@ -33,11 +33,11 @@
 namespace tpgraph {
 
 struct DiffNode {
-  std::string key;       // what pairs it with a node of the other run
-  std::string label;     // what the outputs call it
-  std::string kernel;    // a traced kernel's name; "" otherwise
+  std::string key;     // what pairs it with a node of the other run
+  std::string label;   // what the outputs call it
+  std::string kernel;  // a traced kernel's name; "" otherwise
   int rank = 0;
-  int depth = 0;         // longest path from a node without predecessors
+  int depth = 0;  // longest path from a node without predecessors
   NodeKind kind = NodeKind::kernel;
   bool timed = false;    // leaves a record (kernel, copy, memset)
   std::string occupant;  // the typical replay's largest occupant during its wait ("" none)
@@ -66,8 +66,8 @@ struct DiffVariant {
 };
 
 struct DiffRun {
-  std::string origin;  // the folder as given
-  bool trace = false;  // a `tpgraph trace` folder
+  std::string origin;        // the folder as given
+  bool trace = false;        // a `tpgraph trace` folder
   std::string completeness;  // a trace's CLEAN / NOT CLEAN line
   bool clean = true;
   RunEnvironment env;
@@ -78,8 +78,8 @@ struct DiffRun {
 [[nodiscard]] DiffRun diff_side(const RunData& run, RunAnalysis analysis, std::string origin);
 
 struct DiffOptions {
-  double practical_fraction = 0.02;  // a change moves the median by at least this share of A's ...
-  double practical_us = 0.5;         // ... and at least this many µs
+  double practical_fraction = 0.02;       // a change moves the median by at least this share of A's ...
+  double practical_us = 0.5;              // ... and at least this many µs
   double max_tracing_cost_change = 0.05;  // |B's tracing cost / A's - 1| beyond this: not comparable
   std::uint64_t seed = 1;
   int resamples = stats::kDefaultResamples;
@@ -101,7 +101,15 @@ struct MetricDiff {
   [[nodiscard]] bool change() const { return practical && significant; }
 };
 
-enum class StructureKind { variant_only_a, variant_only_b, node_removed, node_added, kernel_renamed, edge_removed, edge_added };
+enum class StructureKind {
+  variant_only_a,
+  variant_only_b,
+  node_removed,
+  node_added,
+  kernel_renamed,
+  edge_removed,
+  edge_added
+};
 [[nodiscard]] std::string_view to_string(StructureKind k);
 [[nodiscard]] inline std::string_view format_as(StructureKind k) { return to_string(k); }
 struct StructuralChange {
@@ -127,15 +135,15 @@ struct VariantDiff {
   Verdict verdict_a = Verdict::no_data, verdict_b = Verdict::no_data;
   std::vector<std::string> path_joined, path_left;  // labels
   double span_mean_a_us = 0, span_mean_b_us = 0;
-  std::vector<PathShare> explains;  // largest |shift| first, until they account for the span's change
-  double other_path_us = 0;         // the rest of the change: nodes not listed, links of no node
+  std::vector<PathShare> explains;         // largest |shift| first, until they account for the span's change
+  double other_path_us = 0;                // the rest of the change: nodes not listed, links of no node
   std::vector<std::string> cause_changes;  // "r1.gate's wait: idle -40.1 µs, contention +38.0 µs (by r0.gate)"
 };
 
 struct Comparability {
   bool comparable = true;
-  std::vector<std::string> reasons;    // why not
-  std::vector<std::string> unchecked;  // what neither run recorded, so nothing was compared
+  std::vector<std::string> reasons;        // why not
+  std::vector<std::string> unchecked;      // what neither run recorded, so nothing was compared
   [[nodiscard]] std::string line() const;  // "COMPARABLE: ..." or "NOT COMPARABLE: ...": the first line
 };
 

@@ -21,7 +21,8 @@ SpanDrift span_drift(std::span<const double> spans) {
   d.quarter = static_cast<int>(q);
   d.first_us = stats::median({spans.begin(), spans.begin() + static_cast<std::ptrdiff_t>(q)});
   d.last_us = stats::median({spans.end() - static_cast<std::ptrdiff_t>(q), spans.end()});
-  d.allowance_us = std::max(kOutlierMads * stats::mad(spans), kOutlierFraction * stats::median({spans.begin(), spans.end()}));
+  d.allowance_us =
+      std::max(kOutlierMads * stats::mad(spans), kOutlierFraction * stats::median({spans.begin(), spans.end()}));
   return d;
 }
 
@@ -34,7 +35,8 @@ SteadyWindow steady_window(std::span<const double> spans) {
     w.drift = span_drift(spans);
     return w;
   }
-  const std::size_t step = std::max<std::size_t>(1, static_cast<std::size_t>(kSteadyStepFraction * static_cast<double>(n)));
+  const std::size_t step =
+      std::max<std::size_t>(1, static_cast<std::size_t>(kSteadyStepFraction * static_cast<double>(n)));
   for (std::size_t first = 0; first + min_count <= n; first += step) {
     w.first = first;
     w.count = n - first;

@@ -13,8 +13,8 @@
 namespace tpgraph {
 
 struct SpanDrift {
-  bool known = false;  // false below kSteadinessMinReplays values
-  int quarter = 0;     // values per quarter
+  bool known = false;                // false below kSteadinessMinReplays values
+  int quarter = 0;                   // values per quarter
   double first_us = 0, last_us = 0;  // median of the first and of the last quarter
   double allowance_us = 0;           // max(kOutlierMads * MAD, kOutlierFraction * median)
   [[nodiscard]] double drift_us() const { return last_us - first_us; }

@@ -27,9 +27,9 @@ inline constexpr double kDefaultConfidence = 0.95;
 struct MedianShift {
   std::size_t n_a = 0, n_b = 0;
   double median_a = 0, median_b = 0;
-  double shift = 0;             // median_b - median_a
-  bool interval = false;        // lo and hi computed
-  double lo = 0, hi = 0;        // the interval of the shift
+  double shift = 0;       // median_b - median_a
+  bool interval = false;  // lo and hi computed
+  double lo = 0, hi = 0;  // the interval of the shift
   std::size_t block_a = 0, block_b = 0;
   [[nodiscard]] bool excludes_zero() const { return interval && (lo > 0 || hi < 0); }
 };

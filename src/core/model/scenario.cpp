@@ -151,8 +151,7 @@ void read_field(const FieldReader& in, const std::string& key, const json& v, Sc
     if (v.is_string() && v.get<std::string>() == "auto") s.warmup = kWarmupAuto;
     else if (v.is_string()) in.wrong_type(key, "\"auto\" or a whole number of replays", v);
     else s.warmup = in.int32(key, v);
-  }
-  else if (key == "layers") s.layers = in.int32(key, v);
+  } else if (key == "layers") s.layers = in.int32(key, v);
   else if (key == "peer_copy") s.peer_copy = in.choice(key, v, kPeerCopyNames);
   else if (key == "copy_rows") {
     if (v.is_string()) {

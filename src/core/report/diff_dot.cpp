@@ -36,7 +36,8 @@ std::string render_diff_dot(const RunDiff& d, const VariantDiff& pair, const Dif
   std::string title = fmt::format("{} vs {}: B's graph, filled by the change of each node's median duration\n{}",
                                   pair.a, pair.b, d.comparability.line());
   if (!removed.empty()) title += fmt::format("\nremoved (in A only): {}", fmt::join(removed, ", "));
-  fmt::format_to(w, "digraph tpgraph_diff {{\n  graph [label=\"{}\", labelloc=t, fontname=\"Helvetica\", fontsize=12];\n",
+  fmt::format_to(w,
+                 "digraph tpgraph_diff {{\n  graph [label=\"{}\", labelloc=t, fontname=\"Helvetica\", fontsize=12];\n",
                  dot_escape(title));
   fmt::format_to(w, "  node [fontname=\"Helvetica\", fontsize=10, shape=box, style=\"rounded,filled\"];\n");
   for (int r = 0; r < b.graph.ranks; ++r) {

@@ -126,36 +126,54 @@ std::string render_diff_json(const RunDiff& d) {
   j["a"] = d.a_origin;
   j["b"] = d.b_origin;
   j["comparable"] = d.comparability.comparable;
-  j["comparability"] = {{"line", d.comparability.line()},
-                        {"reasons", d.comparability.reasons},
-                        {"unchecked", d.comparability.unchecked}};
-  j["options"] = {{"practical_fraction", d.options.practical_fraction}, {"practical_us", d.options.practical_us},
-                  {"confidence", d.options.confidence},                 {"resamples", d.options.resamples},
-                  {"seed", d.options.seed},                             {"method", "circular block bootstrap, block ceil(sqrt(n))"}};
+  j["comparability"] = {
+      {"line", d.comparability.line()}, {"reasons", d.comparability.reasons}, {"unchecked", d.comparability.unchecked}};
+  j["options"] = {{"practical_fraction", d.options.practical_fraction},
+                  {"practical_us", d.options.practical_us},
+                  {"confidence", d.options.confidence},
+                  {"resamples", d.options.resamples},
+                  {"seed", d.options.seed},
+                  {"method", "circular block bootstrap, block ceil(sqrt(n))"}};
   j["variants"] = json::array();
   for (const auto& v : d.variants) {
     json explains = json::array();
-    for (const auto& s : v.explains) explains.push_back({{"node", s.label}, {"a_us", s.a_us}, {"b_us", s.b_us}, {"shift_us", s.shift_us()}});
-    j["variants"].push_back({{"a", v.a}, {"b", v.b}, {"matched_by", v.matched_by},
+    for (const auto& s : v.explains)
+      explains.push_back({{"node", s.label}, {"a_us", s.a_us}, {"b_us", s.b_us}, {"shift_us", s.shift_us()}});
+    j["variants"].push_back({{"a", v.a},
+                             {"b", v.b},
+                             {"matched_by", v.matched_by},
                              {"a_replays", {{"first", v.a_first}, {"used", v.a_used}, {"of", v.a_replays}}},
                              {"b_replays", {{"first", v.b_first}, {"used", v.b_used}, {"of", v.b_replays}}},
-                             {"verdict_a", to_string(v.verdict_a)}, {"verdict_b", to_string(v.verdict_b)},
+                             {"verdict_a", to_string(v.verdict_a)},
+                             {"verdict_b", to_string(v.verdict_b)},
                              {"critical_path", {{"joined", v.path_joined}, {"left", v.path_left}}},
-                             {"span_change", {{"mean_a_us", v.span_mean_a_us}, {"mean_b_us", v.span_mean_b_us},
-                                              {"explains", explains}, {"other_us", v.other_path_us}}},
+                             {"span_change",
+                              {{"mean_a_us", v.span_mean_a_us},
+                               {"mean_b_us", v.span_mean_b_us},
+                               {"explains", explains},
+                               {"other_us", v.other_path_us}}},
                              {"cause_changes", v.cause_changes}});
   }
   j["figures"] = json::array();
   for (const auto& m : d.metrics) {
-    j["figures"].push_back({{"variant", m.variant}, {"subject", m.subject}, {"figure", to_string(m.metric)},
-                            {"n_a", m.shift.n_a}, {"n_b", m.shift.n_b}, {"median_a_us", m.shift.median_a},
-                            {"median_b_us", m.shift.median_b}, {"shift_us", m.shift.shift}, {"relative", m.relative},
+    j["figures"].push_back({{"variant", m.variant},
+                            {"subject", m.subject},
+                            {"figure", to_string(m.metric)},
+                            {"n_a", m.shift.n_a},
+                            {"n_b", m.shift.n_b},
+                            {"median_a_us", m.shift.median_a},
+                            {"median_b_us", m.shift.median_b},
+                            {"shift_us", m.shift.shift},
+                            {"relative", m.relative},
                             {"ci_us", m.shift.interval ? json::array({m.shift.lo, m.shift.hi}) : json(nullptr)},
-                            {"block", {m.shift.block_a, m.shift.block_b}}, {"practical", m.practical},
-                            {"significant", m.significant}, {"change", m.change()}});
+                            {"block", {m.shift.block_a, m.shift.block_b}},
+                            {"practical", m.practical},
+                            {"significant", m.significant},
+                            {"change", m.change()}});
   }
   j["structure"] = json::array();
-  for (const auto& s : d.structure) j["structure"].push_back({{"kind", to_string(s.kind)}, {"variant", s.variant}, {"what", s.what}});
+  for (const auto& s : d.structure)
+    j["structure"].push_back({{"kind", to_string(s.kind)}, {"variant", s.variant}, {"what", s.what}});
   j["changes"] = d.change_count();
   return j.dump(2) + "\n";
 }
