@@ -69,6 +69,18 @@ TEST_CASE("the block bootstrap is deterministic and its interval covers a known 
   INFO("intervals holding the true shift: " << covered << " of 100");
   CHECK(covered >= 88);
   CHECK(m1.block_a == 15);  // ceil(sqrt(200))
+  // Thinned past kMaxBootstrapValues: every other value of 8000, the interval around the full shift.
+  std::vector<double> big_a, big_b;
+  for (int i = 0; i < 8000; ++i) {
+    big_a.push_back(100 + rng.normal());
+    big_b.push_back(103 + rng.normal());
+  }
+  const auto big = stats::median_shift(big_a, big_b, 42, true);
+  CHECK(big.stride_a == 2);
+  CHECK(big.block_a == 64);  // ceil(sqrt(4000))
+  CHECK(big.lo < big.shift);
+  CHECK(big.shift < big.hi);
+  CHECK(big.hi - big.lo < 0.3);
   const auto none = stats::median_shift(a, a, 42, true);
   CHECK(none.shift == 0);
   CHECK_FALSE(none.excludes_zero());

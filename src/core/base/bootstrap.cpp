@@ -53,6 +53,18 @@ double resampled_median(std::span<const double> x, std::size_t block, SplitMix64
   return median_in_place(out);
 }
 
+// Every stride-th value of `x`, stride = ceil(n / kMaxBootstrapValues); `x` itself when small.
+std::span<const double> thinned(std::span<const double> x, std::vector<double>& store, std::size_t& stride) {
+  stride = (x.size() + kMaxBootstrapValues - 1) / kMaxBootstrapValues;
+  if (stride <= 1) {
+    stride = 1;
+    return x;
+  }
+  store.clear();
+  for (std::size_t i = 0; i < x.size(); i += stride) store.push_back(x[i]);
+  return store;
+}
+
 }  // namespace
 
 std::size_t block_length(std::size_t n) {
@@ -68,22 +80,27 @@ MedianShift median_shift(std::span<const double> a, std::span<const double> b, s
   m.median_a = median({a.begin(), a.end()});
   m.median_b = median({b.begin(), b.end()});
   m.shift = m.median_b - m.median_a;
-  m.block_a = block_length(a.size());
-  m.block_b = block_length(b.size());
+  std::vector<double> a_store, b_store;
+  const auto ta = thinned(a, a_store, m.stride_a);
+  const auto tb = thinned(b, b_store, m.stride_b);
+  m.block_a = block_length(ta.size());
+  m.block_b = block_length(tb.size());
   if (!with_interval || resamples < 2) return m;
   SplitMix64 rng(seed);
   std::vector<double> scratch, shifts;
-  scratch.reserve(std::max(a.size(), b.size()));
+  scratch.reserve(std::max(ta.size(), tb.size()));
   shifts.reserve(static_cast<std::size_t>(resamples));
   for (int i = 0; i < resamples; ++i) {
-    const double ma = resampled_median(a, m.block_a, rng, scratch);
-    const double mb = resampled_median(b, m.block_b, rng, scratch);
+    const double ma = resampled_median(ta, m.block_a, rng, scratch);
+    const double mb = resampled_median(tb, m.block_b, rng, scratch);
     shifts.push_back(mb - ma);
   }
   std::sort(shifts.begin(), shifts.end());
   m.interval = true;
-  m.lo = percentile_sorted(shifts, (1 - confidence) / 2);
-  m.hi = percentile_sorted(shifts, (1 + confidence) / 2);
+  // Thinned: centred on the shift of all values (no move when nothing was thinned).
+  const double move = m.shift - (median({tb.begin(), tb.end()}) - median({ta.begin(), ta.end()}));
+  m.lo = percentile_sorted(shifts, (1 - confidence) / 2) + move;
+  m.hi = percentile_sorted(shifts, (1 + confidence) / 2) + move;
   return m;
 }
 

@@ -11,6 +11,13 @@
 // length b = ceil(sqrt(n)): longer than the n^(1/3) that is optimal for a stationary series, because
 // GPU drift is slow, and a block must hold the part of it that neighbouring replays share.
 //
+// Bounded: a side of more than kMaxBootstrapValues values enters the resampling thinned to every k-th
+// value (k = ceil(n / kMaxBootstrapValues), in order, so the drift is kept on a stretched time scale),
+// and the interval is moved to centre on the shift of all values (the thinned shift's interval,
+// minus the thinned shift, plus the full one). Thinning only widens the interval: the medians of
+// tens of thousands of replays are far more precise than the run-to-run noise the practical
+// thresholds are for. A figure then costs resamples * 2 * kMaxBootstrapValues at most.
+//
 // Deterministic: the generator is splitmix64, seeded from the caller's seed; the same inputs and seed
 // give the same interval on every machine.
 #pragma once
@@ -23,14 +30,16 @@ namespace tpgraph::stats {
 
 inline constexpr int kDefaultResamples = 1000;
 inline constexpr double kDefaultConfidence = 0.95;
+inline constexpr std::size_t kMaxBootstrapValues = 4000;
 
 struct MedianShift {
   std::size_t n_a = 0, n_b = 0;
   double median_a = 0, median_b = 0;
-  double shift = 0;       // median_b - median_a
-  bool interval = false;  // lo and hi computed
-  double lo = 0, hi = 0;  // the interval of the shift
-  std::size_t block_a = 0, block_b = 0;
+  double shift = 0;                        // median_b - median_a
+  bool interval = false;                   // lo and hi computed
+  double lo = 0, hi = 0;                   // the interval of the shift
+  std::size_t block_a = 0, block_b = 0;    // block lengths, in values resampled
+  std::size_t stride_a = 1, stride_b = 1;  // every stride-th value was resampled
   [[nodiscard]] bool excludes_zero() const { return interval && (lo > 0 || hi < 0); }
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@ std::string signed_us(double v) { return fmt::format("{:+.1f}", v); }
 
 std::string interval_text(const MetricDiff& m) {
   if (!m.shift.interval) return "-";
+  // A narrow interval gets a second decimal, so its ends read apart.
+  if (m.shift.hi - m.shift.lo < 1) return fmt::format("{:+.2f} to {:+.2f}", m.shift.lo, m.shift.hi);
   return fmt::format("{:+.1f} to {:+.1f}", m.shift.lo, m.shift.hi);
 }
 
@@ -34,12 +37,17 @@ Table figure_table(const RunDiff& d, bool changes, std::size_t limit) {
           "___rrrrr_");
   std::size_t shown = 0;
   for (const auto& m : d.metrics) {
-    if (m.change() != changes || shown == limit) continue;
+    if (m.change() != changes || shown == limit || (!changes && m.shift.shift == 0)) continue;
     ++shown;
     t.row({m.variant, m.subject, std::string(to_string(m.metric)), us(m.shift.median_a), us(m.shift.median_b),
            signed_us(m.shift.shift), fmt::format("{:+.1f}%", m.relative * 100), interval_text(m), verdict_word(m)});
   }
   return t;
+}
+
+bool moved_without_change(const RunDiff& d) {
+  return std::any_of(d.metrics.begin(), d.metrics.end(),
+                     [](const MetricDiff& m) { return !m.change() && m.shift.shift != 0; });
 }
 
 std::string replays_text(std::size_t first, std::size_t used, std::size_t of) {
@@ -54,6 +62,8 @@ std::string variant_line(const VariantDiff& v) {
 }
 
 std::string explain_line(const VariantDiff& v) {
+  if (v.span_mean_b_us == v.span_mean_a_us)
+    return fmt::format("{}: mean span {:.1f} µs in both", v.a, v.span_mean_a_us);
   std::string parts;
   for (const auto& s : v.explains) parts += fmt::format("{} {:+.1f} µs, ", s.label, s.shift_us());
   return fmt::format("{}: mean span {:.1f} -> {:.1f} µs ({:+.1f} µs) = {}other {:+.1f} µs", v.a, v.span_mean_a_us,
@@ -101,7 +111,7 @@ std::string render_diff_text(const RunDiff& d) {
   for (const auto& v : d.variants) out += variant_line(v) + "\n";
   out += rule_line(d);
   if (d.change_count() > 0) out += "\n" + figure_table(d, true, d.metrics.size()).text();
-  if (d.metrics.size() > d.change_count())
+  if (moved_without_change(d))
     out += fmt::format("\nlargest shifts that are not changes:\n{}", figure_table(d, false, kDiffOthersShown).text());
   return out + details(d, "  ");
 }
@@ -112,7 +122,7 @@ std::string render_diff_markdown(const RunDiff& d) {
   for (const auto& v : d.variants) out += "- " + variant_line(v) + "\n";
   out += "\n" + rule_line(d) + "\n";
   if (d.change_count() > 0) out += figure_table(d, true, d.metrics.size()).markdown() + "\n";
-  if (d.metrics.size() > d.change_count())
+  if (moved_without_change(d))
     out += "Largest shifts that are not changes:\n\n" + figure_table(d, false, kDiffOthersShown).markdown() + "\n";
   return out + details(d, "- ");
 }
@@ -167,6 +177,7 @@ std::string render_diff_json(const RunDiff& d) {
                             {"relative", m.relative},
                             {"ci_us", m.shift.interval ? json::array({m.shift.lo, m.shift.hi}) : json(nullptr)},
                             {"block", {m.shift.block_a, m.shift.block_b}},
+                            {"stride", {m.shift.stride_a, m.shift.stride_b}},
                             {"practical", m.practical},
                             {"significant", m.significant},
                             {"change", m.change()}});
@@ -186,7 +197,9 @@ std::string render_gate_text(const RunDiff& d, const GateResult& g) {
       out += fmt::format("gate: PASS: no figure of {} regressed beyond the budget ({} changes in all)\n",
                          d.metrics.size(), d.change_count());
       break;
-    case GateOutcome::regression: out += fmt::format("gate: FAIL: {} regressions\n", g.failures.size()); break;
+    case GateOutcome::regression:
+      out += fmt::format("gate: FAIL: regressions beyond the budget: {}\n", g.failures.size());
+      break;
     case GateOutcome::not_comparable: out += "gate: REFUSED: the runs are not comparable\n"; break;
   }
   return out;
