@@ -95,7 +95,13 @@ void apply_scenario_options(const ScenarioOptions& o, Scenario& s) {
   if (o.ranks) g.ranks = parse_integer_flag<int>(*o.ranks, "--ranks");
   if (o.devices) s.devices = parse_device_list(*o.devices, "--devices");
   if (o.replays) s.replays = parse_integer_flag<int>(*o.replays, "--replays");
-  if (o.warmup) s.warmup = *o.warmup == "auto" ? kWarmupAuto : parse_integer_flag<int>(*o.warmup, "--warmup");
+  if (o.warmup) {
+    if (*o.warmup == "auto") s.warmup = kWarmupAuto;
+    else if (o.warmup->empty() || o.warmup->find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(fmt::format("--warmup: '{}' is not accepted; accepted: auto, or a whole number from 0 to {}",
+                                   *o.warmup, kMaxWarmup));
+    else s.warmup = parse_integer_flag<int>(*o.warmup, "--warmup", 0, kMaxWarmup);
+  }
   if (o.layers) s.layers = parse_integer_flag<int>(*o.layers, "--layers");
   if (o.peer_copy) s.peer_copy = parse_peer_copy(*o.peer_copy, "--peer-copy");
   if (o.copy_rows) s.copy_rows = parse_copy_rows(*o.copy_rows, "--copy-rows");

@@ -286,3 +286,11 @@ TEST_CASE("check refuses a geometry whose host side cannot fit before it builds 
   // Weights alone: 4096 experts x 3 matrices of 65536 x 65536 NVFP4 per rank, petabytes.
   check_rejected("check --experts 4096 --hidden 65536 --ff 65536 --tokens 1024", "of host memory but");
 }
+
+TEST_CASE("--warmup takes auto (the default) or a count", "[cli][errors]") {
+  CHECK(mentions(tpgraph("plan").out, "after auto warm-up"));
+  CHECK(mentions(tpgraph("plan --warmup 7").out, "after 7 warm-up"));
+  check_rejected("plan --warmup soon",
+                 "--warmup: 'soon' is not accepted; accepted: auto, or a whole number from 0 to 100000");
+  check_rejected("plan --warmup -3", "--warmup: '-3' is not accepted");
+}

@@ -306,6 +306,16 @@ TEST_CASE("gate passes, fails on a regression, and refuses what it cannot compar
     CHECK(gate_runs(diff_runs(side_of(synthetic_run(a), "A"), side_of(rb, "B")), budget).outcome ==
           GateOutcome::not_comparable);
   }
+  SECTION("a trace that is not clean") {
+    RunData ra = synthetic_run(a);
+    RunData rb = synthetic_run(b);
+    ra.trace = TraceCompleteness{};
+    rb.trace = TraceCompleteness{};
+    rb.trace->unmatched = 3;  // three records reached no node
+    const RunDiff d = diff_runs(side_of(ra, "A"), side_of(rb, "B"));
+    CHECK(d.comparability.line().rfind("NOT COMPARABLE: B: NOT CLEAN", 0) == 0);
+    CHECK(gate_runs(d, budget).outcome == GateOutcome::not_comparable);
+  }
   SECTION("A's variant missing in B") {
     RunData ra = synthetic_run(a);
     ra.variants.push_back(ra.variants[0]);
