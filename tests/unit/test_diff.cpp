@@ -364,3 +364,34 @@ TEST_CASE("diff is linear: a million records compare in seconds", "[diff][scale]
   CHECK(m->change());
   CHECK(s < 30);
 }
+
+TEST_CASE("a wait that moved from idle to contention is named with its occupant", "[diff][causes]") {
+  // One GPU, 40 replays. x then z (an edge), y unrelated. In A, z waits 50 µs after x with the GPU
+  // idle, and y runs later; in B, y runs during z's wait for 40 µs of it:
+  //   A:  x [0,10)  .......... idle ..........  z [60,70)   y [100,110)
+  //   B:  x [0,10)  ..  y [15,55)  ..           z [60,70)
+  const auto run_of = [](bool y_inside) {
+    HandBuilt h(1, 40);
+    const int x = h.node(0, 0, "x");
+    const int y = h.node(0, 0, "y");
+    const int z = h.node(0, 0, "z");
+    h.edge(x, z);
+    for (int r = 0; r < 40; ++r) {
+      h.record(x, 0, 10, r);
+      h.record(z, 60, 70, r);
+      if (y_inside) h.record(y, 15, 55, r);
+      else h.record(y, 100, 110, r);
+    }
+    return single_variant_run(std::move(h.v));
+  };
+  const RunDiff d = diff_runs(side_of(run_of(false), "A"), side_of(run_of(true), "B"));
+  REQUIRE(d.variants.size() == 1);
+  // y's own wait changed too (it started 85 µs earlier): its line comes first, in node order.
+  const auto& causes = d.variants[0].cause_changes;
+  REQUIRE(causes.size() == 2);
+  CHECK(causes[0] == "y's wait: contention -10.0 µs, idle -75.0 µs");
+  CHECK(causes[1] == "z's wait: contention +40.0 µs (by y), idle -40.0 µs");
+  const MetricDiff* wait = find(d, "z", Metric::wait);
+  REQUIRE(wait != nullptr);
+  CHECK_FALSE(wait->change());  // the wait itself did not change: only its cause
+}
