@@ -56,9 +56,10 @@ std::string replays_text(std::size_t first, std::size_t used, std::size_t of) {
 }
 
 std::string variant_line(const VariantDiff& v) {
-  return fmt::format("{}{} (matched by {}): A {}, B {}; verdict {} -> {}", v.a, v.a == v.b ? "" : " vs " + v.b,
+  return fmt::format("{}{} (matched by {}): A {}, B {}; verdict {} -> {}{}", v.a, v.a == v.b ? "" : " vs " + v.b,
                      v.matched_by, replays_text(v.a_first, v.a_used, v.a_replays),
-                     replays_text(v.b_first, v.b_used, v.b_replays), v.verdict_a, v.verdict_b);
+                     replays_text(v.b_first, v.b_used, v.b_replays), v.verdict_a, v.verdict_b,
+                     v.verdict_a == v.verdict_b ? "" : " (VERDICT CHANGED)");
 }
 
 std::string explain_line(const VariantDiff& v) {
