@@ -339,7 +339,7 @@ TEST_CASE("the outputs start with the comparability line", "[diff]") {
   const DiffRun sb = side_of(synthetic_run(b), "B");
   const RunDiff d = diff_runs(side_of(synthetic_run(a), "A"), sb);
   CHECK(render_diff_text(d).rfind("COMPARABLE", 0) == 0);
-  CHECK(render_diff_markdown(d).find("**COMPARABLE") != std::string::npos);
+  CHECK(render_diff_markdown(d).rfind("**COMPARABLE", 0) == 0);
   const std::string json = render_diff_json(d);
   CHECK(json.find("\"kind\": \"tpgraph-diff\"") != std::string::npos);
   CHECK(json.find("\"change\": true") != std::string::npos);

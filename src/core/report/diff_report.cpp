@@ -27,6 +27,9 @@ std::string interval_text(const MetricDiff& m) {
 }
 
 std::string verdict_word(const MetricDiff& m) {
+  const bool wait = m.metric == Metric::wait || m.metric == Metric::contention || m.metric == Metric::idle ||
+                    m.metric == Metric::arrival;
+  if (m.change() && wait) return m.shift.shift > 0 ? "LONGER" : "SHORTER";
   if (m.change()) return m.shift.shift > 0 ? "SLOWER" : "FASTER";
   if (m.practical) return "not significant";
   return "below threshold";
@@ -118,7 +121,8 @@ std::string render_diff_text(const RunDiff& d) {
 }
 
 std::string render_diff_markdown(const RunDiff& d) {
-  std::string out = "# tpgraph diff\n\n**" + d.comparability.line() + "**\n\n";
+  // The comparability line first, as in every output; a heading would push it down.
+  std::string out = "**" + d.comparability.line() + "**\n\n";
   fmt::format_to(std::back_inserter(out), "A: `{}` · B: `{}`\n\n", d.a_origin, d.b_origin);
   for (const auto& v : d.variants) out += "- " + variant_line(v) + "\n";
   out += "\n" + rule_line(d) + "\n";
