@@ -20,24 +20,34 @@ std::vector<std::string> gpu_models(const RunEnvironment& env) {
   return out;
 }
 
+// Which side did not record a fact: "neither run records it", "A records none", "B records none".
+std::string_view missing_on(bool a_missing, bool b_missing) {
+  if (a_missing && b_missing) return "neither run records it";
+  return a_missing ? "A records none" : "B records none";
+}
+
 void check_environment(const DiffRun& a, const DiffRun& b, Comparability& c) {
   const auto ga = gpu_models(a.env);
   const auto gb = gpu_models(b.env);
   if (ga.empty() || gb.empty()) {
-    c.unchecked.push_back(fmt::format("GPU model ({} records none)", ga.empty() ? "A" : "B"));
+    c.unchecked.push_back(fmt::format("GPU model ({})", missing_on(ga.empty(), gb.empty())));
   } else if (ga != gb) {
     c.reasons.push_back(fmt::format("GPUs differ: A ran on {}, B on {}", fmt::join(ga, ", "), fmt::join(gb, ", ")));
+  } else {
+    c.agreed.push_back(fmt::format("same GPUs ({})", fmt::join(ga, ", ")));
   }
   if (a.env.driver_version == 0 || b.env.driver_version == 0) {
-    c.unchecked.push_back(fmt::format("driver ({} records none)", a.env.driver_version == 0 ? "A" : "B"));
+    c.unchecked.push_back(fmt::format("driver ({})", missing_on(a.env.driver_version == 0, b.env.driver_version == 0)));
   } else if (a.env.driver_version != b.env.driver_version) {
     c.reasons.push_back(fmt::format("drivers differ: A {}, B {}", a.env.driver_version, b.env.driver_version));
+  } else {
+    c.agreed.push_back(fmt::format("same driver ({})", a.env.driver_version));
   }
   c.unchecked.push_back("clock state (neither run records it)");
 }
 
 void check_variant(const DiffVariant& va, const DiffVariant& vb, const DiffOptions& o, Comparability& c,
-                   bool& cost_unknown) {
+                   bool& cost_unknown, bool& cost_agreed) {
   const std::pair<const char*, const DiffVariant*> sides[] = {{"A", &va}, {"B", &vb}};
   for (const auto& [side, v] : sides) {
     if (!v->clean) c.reasons.push_back(fmt::format("{}'s {} is not clean: {}", side, v->name, v->problems));
@@ -57,6 +67,7 @@ void check_variant(const DiffVariant& va, const DiffVariant& vb, const DiffOptio
       c.reasons.push_back(fmt::format("{}: tracing cost differs: A {:.3f}x, B {:.3f}x ({:+.1f}%, allowed ±{:.0f}%)",
                                       va.name, *va.tracing_cost, *vb.tracing_cost, change * 100,
                                       o.max_tracing_cost_change * 100));
+    else cost_agreed = true;
   } else {
     cost_unknown = true;
   }
@@ -75,9 +86,14 @@ Comparability comparability_of(const DiffRun& a, const DiffRun& b, const std::ve
   check_environment(a, b, c);
   if (pairs.empty()) c.reasons.push_back("no variant of A matches one of B");
   bool cost_unknown = false;
+  bool cost_agreed = false;
   for (const auto& p : pairs)
     check_variant(a.variants[static_cast<std::size_t>(p.a)], b.variants[static_cast<std::size_t>(p.b)], options, c,
-                  cost_unknown);
+                  cost_unknown, cost_agreed);
+  c.agreed.insert(c.agreed.begin(), "both clean and steady");
+  if (a.trace == b.trace) c.agreed.push_back(a.trace ? "both traces" : "both runs");
+  if (cost_agreed)
+    c.agreed.push_back(fmt::format("tracing costs within {:.0f}%", options.max_tracing_cost_change * 100));
   if (cost_unknown) c.unchecked.push_back("tracing cost (not measured on both sides)");
   c.comparable = c.reasons.empty();
   return c;

@@ -44,7 +44,7 @@ std::string_view to_string(StructureKind k) {
 std::string Comparability::line() const {
   std::string out = comparable ? "COMPARABLE" : "NOT COMPARABLE";
   if (!reasons.empty()) out += ": " + fmt::format("{}", fmt::join(reasons, "; "));
-  else out += ": both clean, steady, same GPU model and driver, same tracing";
+  else out += ": " + fmt::format("{}", fmt::join(agreed, ", "));
   if (!unchecked.empty()) out += fmt::format(" (not checked: {})", fmt::join(unchecked, "; "));
   return out;
 }

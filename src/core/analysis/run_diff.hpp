@@ -143,6 +143,7 @@ struct VariantDiff {
 struct Comparability {
   bool comparable = true;
   std::vector<std::string> reasons;        // why not
+  std::vector<std::string> agreed;         // what was compared and found the same
   std::vector<std::string> unchecked;      // what neither run recorded, so nothing was compared
   [[nodiscard]] std::string line() const;  // "COMPARABLE: ..." or "NOT COMPARABLE: ...": the first line
 };
