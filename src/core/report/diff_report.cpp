@@ -141,8 +141,10 @@ std::string render_diff_json(const RunDiff& d) {
   j["a"] = d.a_origin;
   j["b"] = d.b_origin;
   j["comparable"] = d.comparability.comparable;
-  j["comparability"] = {
-      {"line", d.comparability.line()}, {"reasons", d.comparability.reasons}, {"unchecked", d.comparability.unchecked}};
+  j["comparability"] = {{"line", d.comparability.line()},
+                        {"reasons", d.comparability.reasons},
+                        {"agreed", d.comparability.agreed},
+                        {"unchecked", d.comparability.unchecked}};
   j["options"] = {{"practical_fraction", d.options.practical_fraction},
                   {"practical_us", d.options.practical_us},
                   {"confidence", d.options.confidence},
