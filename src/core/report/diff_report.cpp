@@ -133,7 +133,7 @@ std::string render_diff_markdown(const RunDiff& d) {
 }
 
 std::string render_diff_json(const RunDiff& d) {
-  using nlohmann::json;
+  using json = nlohmann::ordered_json;  // fields in the order the schema lists them
   json j;
   j["kind"] = "tpgraph-diff";
   j["schema_version"] = kDiffSchemaVersion;
