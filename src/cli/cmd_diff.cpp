@@ -89,10 +89,11 @@ Compared compare(const DiffArgs& args) {
 }
 
 // Every output rendered before the first is written: a bad path leaves none half-done.
-void write_outputs(const DiffArgs& args, const Compared& c) {
+// `gate`: gate's decision, for the JSON.
+void write_outputs(const DiffArgs& args, const Compared& c, const GateResult* gate = nullptr) {
   std::vector<std::pair<fs::path, std::string>> files;
   if (!args.md.empty() && args.md != "-") files.emplace_back(args.md, render_diff_markdown(c.diff));
-  if (!args.json.empty() && args.json != "-") files.emplace_back(args.json, render_diff_json(c.diff));
+  if (!args.json.empty() && args.json != "-") files.emplace_back(args.json, render_diff_json(c.diff, gate));
   if (!args.dot.empty()) {
     for (std::size_t i = 0; i < c.diff.variants.size(); ++i) {
       const VariantDiff& v = c.diff.variants[i];
@@ -161,8 +162,8 @@ void add_gate_command(CLI::App& app) {
       throw ExitRequest{kGateNotComparableExit};
     }
     const GateResult g = gate_runs(c.diff, budget);
-    write_outputs(*args, c);
-    if (args->json == "-") fmt::print("{}", render_diff_json(c.diff));
+    write_outputs(*args, c, &g);
+    if (args->json == "-") fmt::print("{}", render_diff_json(c.diff, &g));
     else fmt::print("{}", render_gate_text(c.diff, g));
     switch (g.outcome) {
       case GateOutcome::pass: return;

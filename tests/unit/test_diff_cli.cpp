@@ -78,6 +78,11 @@ TEST_CASE("gate exits 5 on a regression, naming the node and its figures", "[cli
   CHECK(r.status == 5);
   CHECK(mentions(r.out, "REGRESSION: baseline r0.gate duration"));
   CHECK(run_tpgraph("gate " + a + " " + b + " --max-slowdown 20%").status == 0);
+  const auto json = run_tpgraph("gate " + a + " " + b + " --json -");
+  CHECK(json.status == 5);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc["gate"]["outcome"] == "regression");
+  CHECK(doc["gate"]["failures"].size() == 1);
 }
 
 TEST_CASE("gate refuses with 6 what it cannot compare, and never passes a missing run", "[cli][diff][errors]") {

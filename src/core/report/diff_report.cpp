@@ -132,7 +132,7 @@ std::string render_diff_markdown(const RunDiff& d) {
   return out + details(d, "- ");
 }
 
-std::string render_diff_json(const RunDiff& d) {
+std::string render_diff_json(const RunDiff& d, const GateResult* gate) {
   using json = nlohmann::ordered_json;  // fields in the order the schema lists them
   json j;
   j["kind"] = "tpgraph-diff";
@@ -193,6 +193,12 @@ std::string render_diff_json(const RunDiff& d) {
   for (const auto& s : d.structure)
     j["structure"].push_back({{"kind", to_string(s.kind)}, {"variant", s.variant}, {"what", s.what}});
   j["changes"] = d.change_count();
+  if (gate != nullptr) {
+    const auto outcome = gate->outcome == GateOutcome::pass         ? "pass"
+                         : gate->outcome == GateOutcome::regression ? "regression"
+                                                                    : "not comparable";
+    j["gate"] = {{"outcome", outcome}, {"failures", gate->failures}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -17,7 +17,8 @@ inline constexpr std::size_t kDiffOthersShown = 5;
 
 [[nodiscard]] std::string render_diff_text(const RunDiff& diff);
 [[nodiscard]] std::string render_diff_markdown(const RunDiff& diff);
-[[nodiscard]] std::string render_diff_json(const RunDiff& diff);
+// With `gate`, the gate's decision too ("gate": outcome and failures).
+[[nodiscard]] std::string render_diff_json(const RunDiff& diff, const GateResult* gate = nullptr);
 // B's graph of one variant pair: slower nodes red, faster green, unchanged white, added blue; the
 // removed nodes named in the title.
 [[nodiscard]] std::string render_diff_dot(const RunDiff& diff, const VariantDiff& pair, const DiffVariant& b);
