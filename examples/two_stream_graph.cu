@@ -6,7 +6,9 @@
 //   s1:            memcpy a->b (bytes) -> spin_c (2T us) ------------------> join
 //
 // Edges of the captured graph: memset->spin_a, memset->memcpy, spin_a->spin_b, memcpy->spin_c,
-// spin_b->spin_d, spin_c->spin_d. It prints the mean wall time per replay. With --fork it forks
+// spin_b->spin_d, spin_c->spin_d. It prints the mean wall time per replay. --slower K=P makes
+// kernel spin_K (a, b, c or d) P percent longer than asked (tpgraph diff's detection test: one node
+// slower by a known amount, the rest unchanged). With --fork it forks
 // once the replays are done, and the child exits at once through exit() (a fork after CUDA
 // initialisation, as some servers do).
 #include <cuda_runtime.h>
@@ -52,13 +54,16 @@ struct Options {
   std::size_t bytes = std::size_t{1} << 24;
   long long kernel_us = 20;
   bool fork_child = false;
+  char slower_kernel = 0;  // 'a'..'d': that kernel runs slower_percent longer
+  double slower_percent = 0;
 };
 
 [[noreturn]] void usage(const char* problem) {
-  std::fprintf(stderr,
-               "tpgraph-example-graph: %s\n"
-               "usage: tpgraph-example-graph [--replays N (>= 1)] [--bytes B (>= 4)] [--kernel-us T (>= 0)] [--fork]\n",
-               problem);
+  std::fprintf(
+      stderr,
+      "tpgraph-example-graph: %s\n"
+      "usage: tpgraph-example-graph [--replays N (>= 1)] [--bytes B (>= 4)] [--kernel-us T (>= 0)] [--slower K=P (K a-d, P percent >= 0)] [--fork]\n",
+      problem);
   std::exit(2);
 }
 
@@ -86,6 +91,14 @@ Options parse(int argc, char** argv) {
       o.bytes = static_cast<std::size_t>(parse_number("--bytes", value, 4));
     } else if (flag == "--kernel-us") {
       o.kernel_us = parse_number("--kernel-us", value, 0);
+    } else if (flag == "--slower") {
+      char* end = nullptr;
+      const bool named = value[0] >= 'a' && value[0] <= 'd' && value[1] == '=';
+      const double percent = named ? std::strtod(value + 2, &end) : -1;
+      if (!named || end == value + 2 || *end != '\0' || !(percent >= 0))
+        usage("--slower takes K=P: a kernel a, b, c or d and a percentage >= 0, as b=3");
+      o.slower_kernel = value[0];
+      o.slower_percent = percent;
     } else {
       usage(("unknown flag " + flag).c_str());
     }
@@ -98,6 +111,10 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const long long ns = o.kernel_us * 1000;
+  const auto ns_of = [&](char kernel, long long base) {
+    return kernel == o.slower_kernel ? static_cast<long long>(static_cast<double>(base) * (1 + o.slower_percent / 100))
+                                     : base;
+  };
 
   char* a = nullptr;
   char* b = nullptr;
@@ -119,13 +136,13 @@ int main(int argc, char** argv) {
   CHECK(cudaMemsetAsync(a, 1, o.bytes, s0));
   CHECK(cudaEventRecord(fork_event, s0));
   CHECK(cudaStreamWaitEvent(s1, fork_event, 0));
-  spin_a<<<1, 32, 0, s0>>>(ns, sink);
-  spin_b<<<1, 32, 0, s0>>>(ns, sink);
+  spin_a<<<1, 32, 0, s0>>>(ns_of('a', ns), sink);
+  spin_b<<<1, 32, 0, s0>>>(ns_of('b', ns), sink);
   CHECK(cudaMemcpyAsync(b, a, o.bytes, cudaMemcpyDeviceToDevice, s1));
-  spin_c<<<1, 32, 0, s1>>>(2 * ns, sink);
+  spin_c<<<1, 32, 0, s1>>>(ns_of('c', 2 * ns), sink);
   CHECK(cudaEventRecord(join_event, s1));
   CHECK(cudaStreamWaitEvent(s0, join_event, 0));
-  spin_d<<<1, 32, 0, s0>>>(ns, sink);
+  spin_d<<<1, 32, 0, s0>>>(ns_of('d', ns), sink);
   CHECK(cudaGetLastError());
   CHECK(cudaStreamEndCapture(s0, &graph));
   cudaGraphExec_t exec = nullptr;

@@ -72,8 +72,9 @@ void print_text(const Scenario& s, int visible, const RoutingStats& rs, const La
   fmt::format_to(w, "variant    layers {}, peer copy {}{}, join {}, root busy {}, alloc {}, issue {}\n", s.layers,
                  s.peer_copy, s.peer_copy == PeerCopy::none ? std::string{} : " (" + copy_rows_text(s) + ")", s.join,
                  s.root_busy, s.alloc, s.issue);
-  fmt::format_to(w, "run        replays {} after {} warm-up, layout {}, weights {}{}, seed {}\n", s.replays, s.warmup,
-                 s.layout, s.weights, s.weights == WeightsKind::zeros ? " (numerics VACUOUS)" : "", s.seed);
+  fmt::format_to(w, "run        replays {} after {} warm-up, layout {}, weights {}{}, seed {}\n", s.replays,
+                 warmup_text(s.warmup), s.layout, s.weights,
+                 s.weights == WeightsKind::zeros ? " (numerics VACUOUS)" : "", s.seed);
   fmt::format_to(w, "devices    ");
   for (int r = 0; r < g.ranks; ++r)
     fmt::format_to(w, "{}rank {} -> GPU {}", r == 0 ? "" : ", ", r, s.device_of(r, visible));

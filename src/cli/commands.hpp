@@ -19,6 +19,8 @@ void add_check_command(CLI::App& app);    // cmd_check.cpp
 void add_bench_command(CLI::App& app);    // cmd_bench.cpp
 void add_analyze_command(CLI::App& app);  // cmd_analyze.cpp
 void add_trace_command(CLI::App& app);    // cmd_trace.cpp
+void add_diff_command(CLI::App& app);     // cmd_diff.cpp
+void add_gate_command(CLI::App& app);     // cmd_diff.cpp
 
 // Thrown by a command that must end the process with a given code (trace: the traced command's own).
 struct ExitRequest {
@@ -39,5 +41,9 @@ std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::f
                                  bool* clean = nullptr);
 // --strict: the exit code of a trace that is not clean (docs/cli.md).
 inline constexpr int kNotCleanExit = 4;
+// gate (docs/cli.md): B regressed beyond the budget; the runs are not comparable (either not clean
+// or not steady, another GPU model or driver, another tracing cost, a variant of A missing in B).
+inline constexpr int kGateRegressionExit = 5;
+inline constexpr int kGateNotComparableExit = 6;
 
 }  // namespace tpgraph::cli

@@ -7,6 +7,7 @@
 //   trace               any CUDA program, through the injection library (src/inject): the same
 //                       timeline, waits and outputs from its processes' record files
 //   analyze             recompute a run's or a trace's outputs from its raw records, no GPU
+//   diff / gate         two runs or traces compared node by node, with confidence; gate for CI
 #include <fcntl.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -34,7 +35,7 @@ namespace {
 void tune_allocator_for_records(int argc, char** argv) {
   if (argc < 2 || std::getenv("TPGRAPH_ALLOCATOR_TUNED") != nullptr) return;
   const std::string_view command = argv[1];
-  if (command != "analyze" && command != "trace") return;
+  if (command != "analyze" && command != "trace" && command != "diff" && command != "gate") return;
   const char* old = std::getenv("GLIBC_TUNABLES");
   ::setenv("TPGRAPH_ALLOCATOR_TUNED", old != nullptr ? old : "", 1);
   std::string tunables = "glibc.malloc.hugetlb=1";
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
   tpgraph::cli::add_analyze_command(app);
   tpgraph::cli::add_info_command(app);
   tpgraph::cli::add_trace_command(app);
+  tpgraph::cli::add_diff_command(app);
+  tpgraph::cli::add_gate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

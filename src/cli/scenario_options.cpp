@@ -21,7 +21,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--ranks", o.ranks, "tensor-parallel ranks R (>= 1)")->group(group);
   cmd.add_option("--devices", o.devices, "GPU of each rank, comma-separated: 0,1 or 0,0")->group(group);
   cmd.add_option("--replays", o.replays, "timed graph replays (>= 1)")->group(group);
-  cmd.add_option("--warmup", o.warmup, "untimed replays before them (>= 0)")->group(group);
+  cmd.add_option("--warmup", o.warmup,
+                 "untimed replays before them (>= 0), or auto: until the span is steady (the default)")
+      ->group(group);
   cmd.add_option("--layers", o.layers, "layers back to back in one graph (>= 1)")->group(group);
   cmd.add_option("--peer-copy", o.peer_copy, "copy z root->rank: none | per-rank | first")->group(group);
   cmd.add_option("--copy-rows", o.copy_rows, "rows each peer copy moves: N | all")->group(group);
@@ -93,7 +95,13 @@ void apply_scenario_options(const ScenarioOptions& o, Scenario& s) {
   if (o.ranks) g.ranks = parse_integer_flag<int>(*o.ranks, "--ranks");
   if (o.devices) s.devices = parse_device_list(*o.devices, "--devices");
   if (o.replays) s.replays = parse_integer_flag<int>(*o.replays, "--replays");
-  if (o.warmup) s.warmup = parse_integer_flag<int>(*o.warmup, "--warmup");
+  if (o.warmup) {
+    if (*o.warmup == "auto") s.warmup = kWarmupAuto;
+    else if (o.warmup->empty() || o.warmup->find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(fmt::format("--warmup: '{}' is not accepted; accepted: auto, or a whole number from 0 to {}",
+                                   *o.warmup, kMaxWarmup));
+    else s.warmup = parse_integer_flag<int>(*o.warmup, "--warmup", 0, kMaxWarmup);
+  }
   if (o.layers) s.layers = parse_integer_flag<int>(*o.layers, "--layers");
   if (o.peer_copy) s.peer_copy = parse_peer_copy(*o.peer_copy, "--peer-copy");
   if (o.copy_rows) s.copy_rows = parse_copy_rows(*o.copy_rows, "--copy-rows");

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/analysis/steady.hpp"
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
 #include "cuda/devices.hpp"
@@ -436,6 +437,24 @@ std::unique_ptr<PreparedVariant> ScenarioRunner::prepare(const Scenario& s) {
   return prepared;
 }
 
+int ScenarioRunner::warm_up_until_steady(PreparedVariant& prepared, std::vector<std::string>& notes) {
+  say(progress_,
+      fmt::format("warm-up: until the span is steady (blocks of {}, at most {})", kAutoWarmupBlock, kMaxAutoWarmup));
+  // The wall time of each replay, launch to completion: what the analysis's span follows, known on
+  // the host right after each replay without tracing.
+  std::vector<double> spans;
+  WarmupDecision decision;
+  while (!decision.done) {
+    const int block = static_cast<int>(kAutoWarmupBlock);
+    const ReplayTimes times = prepared.replay(-static_cast<int>(spans.size()) - block, block, false);
+    spans.insert(spans.end(), times.wall_us.begin(), times.wall_us.end());
+    decision = auto_warmup_decision(spans);
+  }
+  notes.push_back(auto_warmup_note(spans.size(), decision));
+  say(progress_, notes.back());
+  return static_cast<int>(spans.size());
+}
+
 VariantRun ScenarioRunner::run(const Scenario& s) {
   auto prepared = prepare(s);
   VariantRun v;
@@ -453,8 +472,12 @@ VariantRun ScenarioRunner::run(const Scenario& s) {
 
   const bool traced = settings_.trace && observer_ != nullptr;
   if (observer_ != nullptr) observer_->set_tracing(false);
-  say(progress_, fmt::format("warm-up: {} replays", s.warmup));
-  (void)prepared->replay(-s.warmup, s.warmup, false);
+  if (s.warmup == kWarmupAuto) {
+    v.scenario.warmup = warm_up_until_steady(*prepared, v.notes);
+  } else {
+    say(progress_, fmt::format("warm-up: {} replays", s.warmup));
+    (void)prepared->replay(-s.warmup, s.warmup, false);
+  }
   say(progress_, fmt::format("replaying {} times, tracing off", s.replays));
   const ReplayTimes untraced = prepared->replay(0, s.replays, false);
   v.host_launch_us = untraced.launch_us;

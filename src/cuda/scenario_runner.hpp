@@ -159,8 +159,8 @@ class ScenarioRunner {
  public:
   ScenarioRunner(RunObserver* observer, RunnerSettings settings, Progress progress);
 
-  // Set up, capture, warm up W, replay N untraced (host launch times, replay wall time) and, with
-  // tracing, N traced (records, event spans), collect, check the output. Throws when the captured
+  // Set up, capture, warm up W (or until steady: Scenario::warmup auto), replay N untraced (host launch times, replay
+  // wall time) and, with tracing, N traced (records, event spans), collect, check the output. Throws when the captured
   // graph differs from the layer graph; a failed output check is recorded, not thrown.
   [[nodiscard]] VariantRun run(const Scenario& s);
   // Set up and capture only (dot --captured, check, tests). Runs preflight() first unless
@@ -177,6 +177,9 @@ class ScenarioRunner {
 
  private:
   std::shared_ptr<const LayerInputs> inputs_for(const Scenario& s);
+  // Scenario warmup auto: replays in blocks until auto_warmup_decision (core/analysis/steady) says
+  // done; returns how many ran and adds the note that says why they stopped.
+  int warm_up_until_steady(PreparedVariant& prepared, std::vector<std::string>& notes);
 
   RunObserver* observer_;
   RunnerSettings settings_;

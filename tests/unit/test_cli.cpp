@@ -1,5 +1,6 @@
 // Runs the built tpgraph binary: exit codes and messages as a user sees them.
 #include "catch.hpp"
+#include "cli_helpers.hpp"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,64 +17,13 @@
 
 namespace {
 
-const std::string kSource = TPGRAPH_SOURCE_DIR;
-
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-  std::string out;     // stdout only
-};
-
-// Runs `tpgraph ARGS` from the repository root (so graphs/ resolves either way); stderr is captured
-// separately so JSON on stdout stays parseable.
-Result tpgraph(const std::string& args, const std::string& env = "") {
-  static int serial = 0;
-  const auto err_file = std::filesystem::temp_directory_path() /
-                        ("tpgraph-cli-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".err");
-  const std::string command =
-      "cd '" + kSource + "' && " + env + " '" + TPGRAPH_BINARY + "' " + args + " 2>'" + err_file.string() + "'";
-  Result r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream err(err_file);
-  r.output = r.out + std::string(std::istreambuf_iterator<char>(err), {});
-  std::filesystem::remove(err_file);
-  return r;
-}
-
-bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// A bad input: exit 2 and one line on stderr that contains `part`.
-void check_rejected(const std::string& args, const std::string& part) {
-  const auto r = tpgraph(args);
-  INFO("tpgraph " << args << "\n" << r.output);
-  CHECK(r.status == 2);
-  CHECK(mentions(r.output, part));
-  CHECK(r.out.empty());
-  const auto first_newline = r.output.find('\n');
-  CHECK(first_newline == r.output.size() - 1);  // exactly one line
-}
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() : path(std::filesystem::temp_directory_path() / ("tpgraph-cli-dir-" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+// The helpers of the CLI tests (cli_helpers.hpp) under the names these tests use.
+using cli_test::check_rejected;
+using cli_test::kSource;
+using cli_test::mentions;
+using cli_test::Result;
+using cli_test::TempDir;
+Result tpgraph(const std::string& args, const std::string& env = "") { return cli_test::run_tpgraph(args, env); }
 
 }  // namespace
 
@@ -335,4 +285,12 @@ TEST_CASE("plan at the documented extremes counts pairs without materialising th
 TEST_CASE("check refuses a geometry whose host side cannot fit before it builds anything", "[cli][errors][hostile]") {
   // Weights alone: 4096 experts x 3 matrices of 65536 x 65536 NVFP4 per rank, petabytes.
   check_rejected("check --experts 4096 --hidden 65536 --ff 65536 --tokens 1024", "of host memory but");
+}
+
+TEST_CASE("--warmup takes auto (the default) or a count", "[cli][errors]") {
+  CHECK(mentions(tpgraph("plan").out, "after auto warm-up"));
+  CHECK(mentions(tpgraph("plan --warmup 7").out, "after 7 warm-up"));
+  check_rejected("plan --warmup soon",
+                 "--warmup: 'soon' is not accepted; accepted: auto, or a whole number from 0 to 100000");
+  check_rejected("plan --warmup -3", "--warmup: '-3' is not accepted");
 }

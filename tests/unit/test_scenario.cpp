@@ -344,3 +344,17 @@ TEST_CASE("every enum with a name prints by that name through fmt, width and ali
   CHECK(fmt::format("{:<8}|", ActivityKind::memset) == "memset  |");
   CHECK(fmt::format("{}", Verdict::serialized) == to_string(Verdict::serialized));
 }
+
+TEST_CASE("warmup is auto by default, takes \"auto\" or a count, and round-trips", "[scenario]") {
+  CHECK(Scenario{}.warmup == kWarmupAuto);
+  CHECK(parse_scenario(R"({"warmup": "auto"})", "w.json").warmup == kWarmupAuto);
+  CHECK(parse_scenario(R"({"warmup": 7})", "w.json").warmup == 7);
+  Scenario s;
+  CHECK(parse_scenario(scenario_to_json(s), "w.json").warmup == kWarmupAuto);
+  s.warmup = 12;
+  CHECK(parse_scenario(scenario_to_json(s), "w.json").warmup == 12);
+  CHECK(warmup_text(kWarmupAuto) == "auto");
+  CHECK(warmup_text(3) == "3");
+  CHECK(mentions(rejection(R"({"warmup": "soon"})"), "field 'warmup' must be \"auto\" or a whole number of replays"));
+  CHECK(mentions(rejection(R"({"warmup": -2})"), "warmup = -2; accepted: \"auto\" or 0 to 100000"));
+}

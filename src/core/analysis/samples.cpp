@@ -3,6 +3,7 @@
 #include "core/analysis/samples.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace tpgraph::timeline_detail {
@@ -131,6 +132,39 @@ std::vector<StreamNodeSummary> summarize_streams(const VariantRun& v, const std:
   for (const auto& [stream, nodes] : by_stream)
     for (const std::size_t n : nodes)
       out.push_back(StreamNodeSummary{static_cast<int>(n), stream, summarize(durations[n]), summarize(gaps[n])});
+  return out;
+}
+
+std::vector<NodeSeries> node_series(const std::vector<Sample>& samples, std::size_t node_count,
+                                    const std::vector<ReplayTimeline>& replays, const PathTimes& on_path) {
+  constexpr float kNone = std::numeric_limits<float>::quiet_NaN();
+  const std::size_t n_replays = replays.size();
+  std::vector<NodeSeries> out(node_count);
+  for (std::size_t n = 0; n < node_count; ++n) {
+    NodeSeries& s = out[n];
+    for (auto* v : {&s.duration_us, &s.wait_us, &s.contention_us, &s.idle_us, &s.arrival_us, &s.path_us})
+      v->assign(n_replays, kNone);
+    for (std::size_t r = 0; r < n_replays; ++r) {
+      const Sample& x = samples[r * node_count + n];
+      if (replays[r].present) s.path_us[r] = 0;
+      if (!x.recorded()) continue;
+      s.duration_us[r] = static_cast<float>(x.duration_us());
+      s.wait_us[r] = static_cast<float>(x.wait_us());
+      s.contention_us[r] = static_cast<float>(x.contention_us());
+      s.idle_us[r] = static_cast<float>(x.idle_us());
+      s.arrival_us[r] = static_cast<float>(x.arrival_us);
+    }
+  }
+  // on_path counts present replays only: the i-th present replay is the i-th entry.
+  std::vector<std::size_t> present;
+  for (std::size_t r = 0; r < n_replays; ++r)
+    if (replays[r].present) present.push_back(r);
+  for (const auto& [node, times] : on_path) {
+    const auto& [ran, waited] = times;
+    auto& path = out[static_cast<std::size_t>(node)].path_us;
+    for (std::size_t i = 0; i < ran.size() && i < present.size(); ++i)
+      path[present[i]] = static_cast<float>(ran[i] + (i < waited.size() ? waited[i] : 0.0));
+  }
   return out;
 }
 

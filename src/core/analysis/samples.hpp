@@ -4,6 +4,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/timeline.hpp"
@@ -55,5 +57,11 @@ static_assert(sizeof(Sample) == 48);
 // A graph without topology: per node its stream, durations and the gaps on its stream.
 [[nodiscard]] std::vector<StreamNodeSummary> summarize_streams(const VariantRun& v, const std::vector<Sample>& samples,
                                                                std::size_t replays);
+
+// Per node, [present replay]: (time it ran on the critical path, time it waited on it).
+using PathTimes = std::map<int, std::pair<std::vector<double>, std::vector<double>>>;
+// VariantTimeline::series from the samples (waits and their parts filled in) and the path times.
+[[nodiscard]] std::vector<NodeSeries> node_series(const std::vector<Sample>& samples, std::size_t node_count,
+                                                  const std::vector<ReplayTimeline>& replays, const PathTimes& on_path);
 
 }  // namespace tpgraph::timeline_detail

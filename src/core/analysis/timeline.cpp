@@ -12,6 +12,7 @@
 
 #include "core/analysis/device_timeline.hpp"
 #include "core/analysis/samples.hpp"
+#include "core/analysis/steady.hpp"
 #include "core/analysis/wait_walk.hpp"
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
@@ -474,7 +475,7 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
       options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
   out.timings.resize(N);
   out.replays.resize(N);
-  std::map<int, std::pair<std::vector<double>, std::vector<double>>> on_path;  // node -> (run, wait) per present replay
+  timeline_detail::PathTimes on_path;  // node -> (run, wait) per present replay
   std::size_t present = 0;
   std::vector<NodeTiming> nodes;
   for (std::size_t r = 0; r < N; ++r) {
@@ -643,26 +644,26 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     for (const auto& rt : out.replays)
       if (rt.present) shown.push_back(&rt);
     Steadiness& st = out.steadiness;
-    st.known = shown.size() >= kSteadinessMinReplays;
+    const SpanDrift drift = span_drift(spans);  // the spans of the replays shown, in order
+    st.known = drift.known;
     if (st.known) {
-      st.quarter = static_cast<int>(shown.size() / 4);
-      const auto quarter = [&](std::size_t from, double& span, Verdict& verdict) {
-        std::vector<double> q_span, q_overlap;
-        for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i) {
-          q_span.push_back(shown[i]->span_us);
+      st.quarter = drift.quarter;
+      const auto quarter_verdict = [&](std::size_t from) {
+        std::vector<double> q_overlap;
+        for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i)
           if (shown[i]->verdict_overlap) q_overlap.push_back(*shown[i]->verdict_overlap);
-        }
-        span = median_of(q_span);
-        verdict = verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
+        return verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
       };
-      quarter(0, st.first_span_us, st.first_verdict);
-      quarter(shown.size() - static_cast<std::size_t>(st.quarter), st.last_span_us, st.last_verdict);
-      st.threshold_us = out.outlier_threshold_us;
-      st.steady =
-          std::abs(st.last_span_us - st.first_span_us) <= st.threshold_us && st.first_verdict == st.last_verdict;
+      st.first_span_us = drift.first_us;
+      st.last_span_us = drift.last_us;
+      st.first_verdict = quarter_verdict(0);
+      st.last_verdict = quarter_verdict(shown.size() - static_cast<std::size_t>(st.quarter));
+      st.threshold_us = drift.allowance_us;
+      st.steady = drift.steady() && st.first_verdict == st.last_verdict;
     }
   }
 
+  if (options.keep_series) out.series = timeline_detail::node_series(samples, node_count, out.replays, on_path);
   // The critical path over replays: each node's time on it (0 where it is off the path).
   {
     CriticalPathSummary& cp = out.critical_path;

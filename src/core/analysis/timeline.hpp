@@ -280,6 +280,14 @@ struct StreamNodeSummary {
   Stats gap_us;
 };
 
+// Every replay's figures of one node, [replay], kept under AnalysisOptions::keep_series (tpgraph diff
+// compares them replay by replay): NaN where the node has no record in that replay. Floats: ten
+// million samples take 240 MB, and a µs figure of a GPU timing needs no more than 7 digits.
+struct NodeSeries {
+  std::vector<float> duration_us, wait_us, contention_us, idle_us, arrival_us;
+  std::vector<float> path_us;  // its run and wait links on the replay's critical path; 0 off the path
+};
+
 struct VariantTimeline {
   std::string name;
   int ranks = 0;
@@ -315,6 +323,7 @@ struct VariantTimeline {
   std::string no_topology;                       // VariantRun::topology_error: no wait or critical path was computed
   std::vector<ConditionalSummary> conditionals;  // traced graphs' conditional nodes, in node order
   std::vector<StreamNodeSummary> stream_nodes;   // a graph without topology: per node, by stream
+  std::vector<NodeSeries> series;                // [node], under AnalysisOptions::keep_series; else empty
 
   [[nodiscard]] const NodeWaitSummary* wait_of(int node) const;
   [[nodiscard]] bool has_detail(int replay) const;  // timings[replay] is filled
@@ -329,6 +338,7 @@ struct RunAnalysis {
 struct AnalysisOptions {
   int detail_replays = kDetailReplays;  // < 0: every replay
   std::optional<int> replay;            // also keep this replay's detail and critical path
+  bool keep_series = false;             // fill VariantTimeline::series
 };
 
 // Throws InputError when the graph has a cycle (a corrupt records file).

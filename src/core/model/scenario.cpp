@@ -147,8 +147,11 @@ void read_field(const FieldReader& in, const std::string& key, const json& v, Sc
     s.devices.clear();
     for (std::size_t i = 0; i < v.size(); ++i) s.devices.push_back(in.int32(fmt::format("devices[{}]", i), v[i]));
   } else if (key == "replays") s.replays = in.int32(key, v);
-  else if (key == "warmup") s.warmup = in.int32(key, v);
-  else if (key == "layers") s.layers = in.int32(key, v);
+  else if (key == "warmup") {
+    if (v.is_string() && v.get<std::string>() == "auto") s.warmup = kWarmupAuto;
+    else if (v.is_string()) in.wrong_type(key, "\"auto\" or a whole number of replays", v);
+    else s.warmup = in.int32(key, v);
+  } else if (key == "layers") s.layers = in.int32(key, v);
   else if (key == "peer_copy") s.peer_copy = in.choice(key, v, kPeerCopyNames);
   else if (key == "copy_rows") {
     if (v.is_string()) {
@@ -237,7 +240,8 @@ void validate(const Scenario& s) {
     if (!ok) throw InputError(fmt::format("invalid scenario: {} = {}; accepted: {}", field, value, accepted));
   };
   require(s.replays >= 1 && s.replays <= kMaxReplays, "replays", s.replays, fmt::format("1 to {}", kMaxReplays));
-  require(s.warmup >= 0 && s.warmup <= kMaxWarmup, "warmup", s.warmup, fmt::format("0 to {}", kMaxWarmup));
+  require(s.warmup == kWarmupAuto || (s.warmup >= 0 && s.warmup <= kMaxWarmup), "warmup", s.warmup,
+          fmt::format("\"auto\" or 0 to {}", kMaxWarmup));
   require(s.layers >= 1 && s.layers <= kMaxLayers, "layers", s.layers, fmt::format("1 to {}", kMaxLayers));
   require(s.root_busy >= 0 && s.root_busy <= kMaxRootBusy, "root_busy", s.root_busy,
           fmt::format("0 to {}", kMaxRootBusy));
@@ -324,7 +328,8 @@ std::string scenario_to_json(const Scenario& s) {
                    {"ff", s.geometry.ff},           {"tokens", s.geometry.tokens}, {"ranks", s.geometry.ranks}};
   j["devices"] = s.devices;
   j["replays"] = s.replays;
-  j["warmup"] = s.warmup;
+  if (s.warmup == kWarmupAuto) j["warmup"] = "auto";
+  else j["warmup"] = s.warmup;
   j["layers"] = s.layers;
   j["peer_copy"] = std::string(to_string(s.peer_copy));
   if (s.copy_rows) j["copy_rows"] = *s.copy_rows;
@@ -353,5 +358,7 @@ std::vector<std::pair<int, std::int64_t>> memory_per_device(const Scenario& s, i
   for (int r = 0; r < s.geometry.ranks; ++r) sum[s.device_of(r, visible_devices)] += memory_of_rank(s, r).total();
   return {sum.begin(), sum.end()};
 }
+
+std::string warmup_text(int warmup) { return warmup == kWarmupAuto ? std::string("auto") : std::to_string(warmup); }
 
 }  // namespace tpgraph

@@ -36,6 +36,10 @@ enum class IssueKind { graph, eager };          // capture once and replay, or i
 // Bounds that keep a run finite and its products in range; not tuned, only sane.
 inline constexpr int kMaxReplays = 1'000'000;
 inline constexpr int kMaxWarmup = 100'000;
+// Scenario::warmup: warm up until the span is steady (analysis/steady.hpp's rule) rather than a count.
+inline constexpr int kWarmupAuto = -1;
+// "auto" or the count.
+[[nodiscard]] std::string warmup_text(int warmup);
 inline constexpr int kMaxLayers = 256;
 inline constexpr int kMaxRootBusy = 1024;
 inline constexpr int kMaxDevice = 1023;
@@ -49,7 +53,7 @@ struct Scenario {
   Geometry geometry;
   std::vector<int> devices;  // rank r runs on devices[r % size]; empty: the visible GPUs
   int replays = 100;
-  int warmup = 10;
+  int warmup = kWarmupAuto;  // untimed replays before the timed ones, or kWarmupAuto
   int layers = 1;
   PeerCopy peer_copy = PeerCopy::none;
   std::optional<int> copy_rows;  // rows of z each peer copy moves; nullopt: all tokens

@@ -209,7 +209,8 @@ std::string common_setup(const RunData& run) {
   const Scenario& s0 = run.variants.front().scenario;
   for (const auto& v : run.variants)
     if (!(v.scenario.geometry == s0.geometry) || v.scenario.replays != s0.replays) return "";
-  return fmt::format("{} · {} replays ({} warm-up dropped)", geometry_text(s0.geometry), s0.replays, s0.warmup);
+  return fmt::format("{} · {} replays ({} warm-up dropped)", geometry_text(s0.geometry), s0.replays,
+                     warmup_text(s0.warmup));
 }
 
 }  // namespace tpgraph::report_detail

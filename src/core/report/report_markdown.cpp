@@ -46,7 +46,7 @@ void variant_heading(std::string& out, const RunData& run, const VariantRun& vr,
                    geometry_text(s.geometry), to_string(s.peer_copy),
                    s.copy_rows ? fmt::format("{}", *s.copy_rows) : "all", to_string(s.join), s.layers, s.root_busy,
                    to_string(s.alloc), to_string(s.issue), to_string(s.layout), to_string(s.weights), v.replay_count,
-                   s.warmup, folder);
+                   warmup_text(s.warmup), folder);
 }
 
 void ranks_section(std::string& out, const RunData& run, const VariantTimeline& v) {

@@ -1,0 +1,249 @@
+#include "core/analysis/run_diff.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/analysis/diff_match.hpp"
+#include "core/base/stats.hpp"
+
+namespace tpgraph {
+
+using diff_detail::NodePairs;
+
+std::string_view to_string(Metric m) {
+  switch (m) {
+    case Metric::duration: return "duration";
+    case Metric::wait: return "wait";
+    case Metric::contention: return "contention";
+    case Metric::idle: return "idle";
+    case Metric::arrival: return "arrival";
+    case Metric::rank_span: return "rank span";
+    case Metric::replay_span: return "span";
+    case Metric::launch: return "launch";
+  }
+  return "?";
+}
+
+std::string_view to_string(StructureKind k) {
+  switch (k) {
+    case StructureKind::variant_only_a: return "only in A";
+    case StructureKind::variant_only_b: return "only in B";
+    case StructureKind::node_removed: return "node removed";
+    case StructureKind::node_added: return "node added";
+    case StructureKind::kernel_renamed: return "kernel renamed";
+    case StructureKind::edge_removed: return "edge removed";
+    case StructureKind::edge_added: return "edge added";
+  }
+  return "?";
+}
+
+std::string Comparability::line() const {
+  std::string out = comparable ? "COMPARABLE" : "NOT COMPARABLE";
+  if (!reasons.empty()) out += ": " + fmt::format("{}", fmt::join(reasons, "; "));
+  else out += ": " + fmt::format("{}", fmt::join(agreed, ", "));
+  if (!unchecked.empty()) out += fmt::format(" (not checked: {})", fmt::join(unchecked, "; "));
+  return out;
+}
+
+std::size_t RunDiff::change_count() const {
+  return static_cast<std::size_t>(
+      std::count_if(metrics.begin(), metrics.end(), [](const MetricDiff& m) { return m.change(); }));
+}
+
+namespace {
+
+// The steady replays' values of one series (NaN: no record).
+std::vector<double> used_values(const std::vector<float>& series, std::size_t first) {
+  std::vector<double> out;
+  out.reserve(series.size() > first ? series.size() - first : 0);
+  for (std::size_t r = first; r < series.size(); ++r)
+    if (!std::isnan(series[r])) out.push_back(series[r]);
+  return out;
+}
+
+bool all_zero(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; });
+}
+
+class Comparer {
+ public:
+  Comparer(const DiffOptions& o, std::string variant, std::vector<MetricDiff>& out)
+      : o_(o), variant_(std::move(variant)), out_(out) {}
+
+  // Compares one figure; returns it. Skipped (nullptr) when either side has no value, or both are
+  // all zero (a part of a wait that never happened on either side).
+  const MetricDiff* compare(const std::string& subject, Metric metric, const std::vector<double>& a,
+                            const std::vector<double>& b) {
+    if (a.empty() || b.empty() || (all_zero(a) && all_zero(b))) return nullptr;
+    MetricDiff m;
+    m.variant = variant_;
+    m.subject = subject;
+    m.metric = metric;
+    m.shift = stats::median_shift(a, b, 0, false);
+    const double base = std::max(std::abs(m.shift.median_a), o_.practical_us);
+    m.relative = m.shift.shift / base;
+    m.practical = std::abs(m.shift.shift) >= o_.practical_us &&
+                  std::abs(m.shift.shift) >= o_.practical_fraction * std::abs(m.shift.median_a);
+    if (m.practical) {
+      const std::uint64_t seed =
+          stats::seed_for(o_.seed, fmt::format("{}/{}/{}", variant_, subject, to_string(metric)));
+      m.shift = stats::median_shift(a, b, seed, true, o_.resamples, o_.confidence);
+      m.significant = m.shift.excludes_zero();
+    }
+    out_.push_back(std::move(m));
+    return &out_.back();
+  }
+
+ private:
+  const DiffOptions& o_;
+  std::string variant_;
+  std::vector<MetricDiff>& out_;
+};
+
+void compare_nodes(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, Comparer& c, VariantDiff& vd) {
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const int jb = p.b_of_a[i];
+    if (jb < 0 || !a.nodes[i].timed) continue;
+    const auto j = static_cast<std::size_t>(jb);
+    const NodeSeries& sa = a.series[i];
+    const NodeSeries& sb = b.series[j];
+    const std::string& label = b.nodes[j].label;
+    (void)c.compare(label, Metric::duration, used_values(sa.duration_us, a.first_used),
+                    used_values(sb.duration_us, b.first_used));
+    if (!a.waits_known || !b.waits_known) continue;
+    (void)c.compare(label, Metric::wait, used_values(sa.wait_us, a.first_used), used_values(sb.wait_us, b.first_used));
+    std::string cause;
+    const auto part = [&](Metric m, const std::vector<float>& xa, const std::vector<float>& xb) {
+      const MetricDiff* d = c.compare(label, m, used_values(xa, a.first_used), used_values(xb, b.first_used));
+      if (d == nullptr || !d->change()) return;
+      cause += fmt::format("{}{} {:+.1f} µs", cause.empty() ? "" : ", ", to_string(m), d->shift.shift);
+      if (m == Metric::contention && d->shift.shift > 0 && !b.nodes[j].occupant.empty())
+        cause += fmt::format(" (by {})", b.nodes[j].occupant);
+    };
+    part(Metric::contention, sa.contention_us, sb.contention_us);
+    part(Metric::idle, sa.idle_us, sb.idle_us);
+    part(Metric::arrival, sa.arrival_us, sb.arrival_us);
+    if (!cause.empty()) vd.cause_changes.push_back(fmt::format("{}'s wait: {}", label, cause));
+  }
+}
+
+void compare_spans(const DiffVariant& a, const DiffVariant& b, Comparer& c) {
+  for (std::size_t k = 0; k < a.rank_span_us.size() && k < b.rank_span_us.size(); ++k)
+    (void)c.compare(fmt::format("r{}", k), Metric::rank_span, used_values(a.rank_span_us[k], a.first_used),
+                    used_values(b.rank_span_us[k], b.first_used));
+  (void)c.compare("replay", Metric::replay_span, used_values(a.span_us, a.first_used),
+                  used_values(b.span_us, b.first_used));
+  // Host launch costs come from the replays with tracing off, as many as the traced ones and in the
+  // same order after the same warm-up: the same steady part is taken.
+  (void)c.compare("replay", Metric::launch, used_values(a.launch_us, a.first_used),
+                  used_values(b.launch_us, b.first_used));
+}
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (const double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Mean time on the path over the steady replays present (0 where the node was off it).
+double path_mean(const DiffVariant& d, std::size_t node) {
+  return mean_of(used_values(d.series[node].path_us, d.first_used));
+}
+
+void explain_span(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, VariantDiff& vd) {
+  vd.span_mean_a_us = mean_of(used_values(a.span_us, a.first_used));
+  vd.span_mean_b_us = mean_of(used_values(b.span_us, b.first_used));
+  std::vector<PathShare> shares;
+  for (std::size_t i = 0; i < a.nodes.size(); ++i) {
+    const int j = p.b_of_a[i];
+    shares.push_back({j >= 0 ? b.nodes[static_cast<std::size_t>(j)].label : a.nodes[i].label + " (removed)",
+                      path_mean(a, i), j >= 0 ? path_mean(b, static_cast<std::size_t>(j)) : 0.0});
+  }
+  for (std::size_t j = 0; j < b.nodes.size(); ++j)
+    if (p.a_of_b[j] < 0) shares.push_back({b.nodes[j].label + " (added)", 0.0, path_mean(b, j)});
+  std::stable_sort(shares.begin(), shares.end(), [](const PathShare& x, const PathShare& y) {
+    return std::abs(x.shift_us()) > std::abs(y.shift_us());
+  });
+  const double change = vd.span_mean_b_us - vd.span_mean_a_us;
+  double listed = 0;
+  // Largest first, until the listed shares are within a tenth of the change (at most eight).
+  for (const PathShare& s : shares) {
+    if (vd.explains.size() == 8 || std::abs(s.shift_us()) < 1e-9) break;
+    if (!vd.explains.empty() && std::abs(change - listed) <= 0.1 * std::abs(change)) break;
+    vd.explains.push_back(s);
+    listed += s.shift_us();
+  }
+  vd.other_path_us = change - listed;
+}
+
+void path_changes(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, VariantDiff& vd) {
+  const std::set<int> on_a(a.path_nodes.begin(), a.path_nodes.end());
+  const std::set<int> on_b(b.path_nodes.begin(), b.path_nodes.end());
+  for (const int j : on_b) {
+    const int i = p.a_of_b[static_cast<std::size_t>(j)];
+    if (i < 0 || on_a.count(i) == 0)
+      vd.path_joined.push_back(b.nodes[static_cast<std::size_t>(j)].label + (i < 0 ? " (added)" : ""));
+  }
+  for (const int i : on_a) {
+    const int j = p.b_of_a[static_cast<std::size_t>(i)];
+    if (j < 0 || on_b.count(j) == 0)
+      vd.path_left.push_back(a.nodes[static_cast<std::size_t>(i)].label + (j < 0 ? " (removed)" : ""));
+  }
+}
+
+}  // namespace
+
+RunDiff diff_runs(const DiffRun& a, const DiffRun& b, const DiffOptions& options) {
+  RunDiff out;
+  out.a_origin = a.origin;
+  out.b_origin = b.origin;
+  out.options = options;
+  const auto pairs = diff_detail::match_variants(a, b, out.structure);
+  out.comparability = diff_detail::comparability_of(a, b, pairs, options);
+  for (const auto& pair : pairs) {
+    const DiffVariant& va = a.variants[static_cast<std::size_t>(pair.a)];
+    const DiffVariant& vb = b.variants[static_cast<std::size_t>(pair.b)];
+    VariantDiff vd;
+    vd.a = va.name;
+    vd.b = vb.name;
+    vd.matched_by = pair.matched_by;
+    vd.a_first = va.first_used;
+    vd.a_used = va.used;
+    vd.a_replays = va.replays;
+    vd.b_first = vb.first_used;
+    vd.b_used = vb.used;
+    vd.b_replays = vb.replays;
+    vd.verdict_a = va.verdict;
+    vd.verdict_b = vb.verdict;
+    const NodePairs nodes = diff_detail::match_nodes(va, vb, va.name, out.structure);
+    Comparer comparer(options, va.name, out.metrics);
+    compare_nodes(va, vb, nodes, comparer, vd);
+    compare_spans(va, vb, comparer);
+    path_changes(va, vb, nodes, vd);
+    explain_span(va, vb, nodes, vd);
+    out.variants.push_back(std::move(vd));
+  }
+  // Changes first: what ran slower or faster (durations, the launch), then the spans, then the waits
+  // and their parts (a node that got slower moves its successors' waits by as much: the effect comes
+  // after its cause); within each, the largest shift in µs first. Figures that are not changes by
+  // their relative shift.
+  const auto rank_of = [](Metric m) {
+    return m == Metric::duration || m == Metric::launch         ? 0
+           : m == Metric::rank_span || m == Metric::replay_span ? 1
+                                                                : 2;
+  };
+  std::stable_sort(out.metrics.begin(), out.metrics.end(), [&](const MetricDiff& x, const MetricDiff& y) {
+    if (x.change() != y.change()) return x.change();
+    if (!x.change()) return std::abs(x.relative) > std::abs(y.relative);
+    if (rank_of(x.metric) != rank_of(y.metric)) return rank_of(x.metric) < rank_of(y.metric);
+    return std::abs(x.shift.shift) > std::abs(y.shift.shift);
+  });
+  return out;
+}
+
+}  // namespace tpgraph
