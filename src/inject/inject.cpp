@@ -379,8 +379,7 @@ int initialize() {
   const char* yield = std::getenv("TPGRAPH_YIELD_TO_PROFILER");
   const std::string failure =
       yield != nullptr && yield[0] == '1'
-          ? "profiler: tpgraph yielded CUPTI to the program's own profiler (--yield-to-profiler): this process was "
-            "not recorded"
+          ? std::string(tracefile::kYieldedNote) + " (--yield-to-profiler): this process was not recorded"
           : start_cupti(*g_tracer);
   if (!failure.empty()) {
     g_tracer->note(failure);

@@ -106,3 +106,26 @@ TEST_CASE("trace: a first line never calls a trace with nothing recorded clean",
   REQUIRE(b.run.trace.has_value());
   CHECK(b.run.trace->line() == "NO GRAPHS: the program launched no CUDA graph; 1 record of work outside graphs");
 }
+
+TEST_CASE("trace: the first line says when tpgraph yielded to the program's profiler or recorded in part",
+          "[trace][graph]") {
+  Crafted yielded;
+  std::string bytes = yielded.bytes();
+  const std::string footer = tracefile::chunk(tracefile::ChunkType::footer, json{{"records", 0}}.dump());
+  bytes.resize(bytes.size() - footer.size());
+  bytes += tracefile::chunk(tracefile::ChunkType::note, std::string(tracefile::kYieldedNote) +
+                                                            " (--yield-to-profiler): this process was not recorded");
+  bytes += footer;
+  std::vector<tracefile::ProcessFile> files;
+  files.push_back(tracefile::parse_process_file(bytes, "yielded.tpgt"));
+  const TracedRun t = merge_traces(std::move(files), {});
+  REQUIRE(t.run.trace.has_value());
+  CHECK(t.run.trace->line() == "NOTHING RECORDED: tpgraph left CUPTI to the program's own profiler in 1 process");
+
+  TraceCompleteness partial;
+  partial.records = 10;
+  partial.launches = 5;
+  partial.recording.push_back("pid 1: RECORDING STOPPED at 0.4 s");
+  CHECK(partial.line().starts_with("CLEAN: all 10 graph records"));
+  CHECK(partial.line().ends_with(" — RECORDED IN PART: see the recording lines"));
+}

@@ -101,6 +101,7 @@ struct TraceCompleteness {
   std::uint64_t unmatched = 0;           // graph records that reached no node and no graph without topology
   std::uint64_t launches = 0;            // graph launches the files hold
   std::uint64_t eager_records = 0;       // records of work outside graphs
+  std::uint64_t yielded = 0;             // processes where tpgraph left CUPTI to the program's profiler
   std::vector<std::string> no_topology;  // per graph: "pid 12 exec 3: why"
   std::vector<std::string> truncated;    // per file: "pid 12: why"
   std::string rank_rule;                 // how processes became ranks

@@ -54,6 +54,8 @@ inline constexpr std::uint32_t kMaxChunkBytes = 256u << 20;
 // traced again under the same pid), so no image ever opens another's file.
 inline constexpr const char* kTraceDirEnv = "TPGRAPH_TRACE_DIR";
 inline constexpr std::string_view kProcsFolder = "procs";
+// The note of a process in which tpgraph left CUPTI to the program's own profiler (it recorded nothing).
+inline constexpr std::string_view kYieldedNote = "profiler: tpgraph yielded CUPTI to the program's own profiler";
 // File name suffix of a process's record file.
 inline constexpr std::string_view kSuffix = ".tpgt";
 

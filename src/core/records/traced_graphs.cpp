@@ -19,14 +19,18 @@
 namespace tpgraph {
 
 std::string TraceCompleteness::line() const {
+  if (yielded > 0 && records == 0 && eager_records == 0)
+    return fmt::format("NOTHING RECORDED: tpgraph left CUPTI to the program's own profiler in {} process{}", yielded,
+                       yielded == 1 ? "" : "es");
+  const std::string in_part = recording.empty() ? "" : " — RECORDED IN PART: see the recording lines";
   if (clean() && launches == 0)
     return fmt::format("NO GRAPHS: the program launched no CUDA graph; {} record{} of work outside graphs",
                        eager_records, eager_records == 1 ? "" : "s");
   if (clean())
     return fmt::format(
         "CLEAN: all {} graph records matched a node, every launched graph's topology was read, "
-        "every process file is complete",
-        records);
+        "every process file is complete{}",
+        records, in_part);
   std::string why;
   const auto add = [&](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
   if (records == 0 && launches > 0)
@@ -38,7 +42,7 @@ std::string TraceCompleteness::line() const {
                     no_topology.size() == 1 ? "" : "s"));
   if (!truncated.empty())
     add(fmt::format("{} process file{} truncated", truncated.size(), truncated.size() == 1 ? "" : "s"));
-  return "NOT CLEAN: " + why;
+  return "NOT CLEAN: " + why + in_part;
 }
 
 namespace trace_merge {

@@ -547,6 +547,7 @@ class Merger {
         out_.notes.push_back(fmt::format("pid {}: {}", f.pid, n));
         if (n.starts_with("profiler:") || n.find("another tool holds CUPTI") != std::string::npos)
           c.profiler.push_back(fmt::format("pid {}: {}", f.pid, n));
+        if (n.starts_with(tracefile::kYieldedNote)) ++c.yielded;
       }
       for (auto& line : tracefile::recording_lines(f)) c.recording.push_back(std::move(line));
       if (!f.complete) {
