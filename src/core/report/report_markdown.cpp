@@ -209,7 +209,9 @@ void costs_section(std::string& out, const VariantRun& vr, const VariantTimeline
   } else {
     fmt::format_to(it, "- output vs CPU reference: not checked\n");
   }
-  for (const auto& n : vr.notes) fmt::format_to(it, "- note: {}\n", n);
+  // A traced graph's "traced ..." lines head its section already (traced_lines).
+  for (const auto& n : vr.notes)
+    if (!vr.graph.traced() || !n.starts_with("traced ")) fmt::format_to(it, "- note: {}\n", n);
 }
 
 void environment_section(std::string& out, const RunEnvironment& env) {
