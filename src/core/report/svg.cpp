@@ -100,37 +100,41 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
-                                const SvgOptions& options) {
-  const VariantRun& vr = run.variants.at(variant);
-  const VariantTimeline& v = analysis.variants.at(variant);
-  const LayerGraph& g = vr.graph;
+namespace {
 
-  // The replays shown: the first ones with records (and with their detail kept, as the first are).
+// Where everything goes: the time range shown and the picture's rows.
+struct SvgLayout {
+  std::uint64_t t0 = 0;
+  double span_us = 1e-3;
+  int width = 0;
+  double left = 170, right = 30, plot_w = 0;
+  double label_row_h = 12, lane_h = 0, lanes_top = 0, axis_y = 0, legend_y = 0, height = 0;
+  int ranks = 0;
+  [[nodiscard]] double x_of(std::uint64_t t) const {
+    // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
+    const double us = t >= t0 ? static_cast<double>(t - t0) / 1000.0 : -static_cast<double>(t0 - t) / 1000.0;
+    return left + us / span_us * plot_w;
+  }
+};
+
+struct Line {
+  std::string text;
+  std::string_view style;
+};
+
+// The replays shown: the first ones with records (and with their detail kept, as the first are).
+std::vector<int> shown_replays(const VariantTimeline& v, const SvgOptions& options) {
   std::vector<int> shown;
   for (const auto& rt : v.replays) {
     if (static_cast<int>(shown.size()) >= options.replays_shown) break;
     if (rt.present && v.has_detail(rt.replay)) shown.push_back(rt.replay);
   }
-  std::uint64_t t0 = std::numeric_limits<std::uint64_t>::max();
-  std::uint64_t t1 = 0;
-  for (const int r : shown) {
-    t0 = std::min(t0, v.replays[static_cast<std::size_t>(r)].begin_ns);
-    t1 = std::max(t1, v.replays[static_cast<std::size_t>(r)].end_ns);
-  }
-  if (shown.empty()) t0 = t1 = 0;
-  const double span_us = std::max(static_cast<double>(t1 - t0) / 1000.0, 1e-3);
+  return shown;
+}
 
-  const int width = std::max(options.width_px, 600);
-  const double left = 170;
-  const double right = 30;
-  const double plot_w = width - left - right;
-
-  // Header lines: what this is, what it concluded, and anything that changes how to read it.
-  struct Line {
-    std::string text;
-    std::string_view style;
-  };
+// Header lines: what this is, what it concluded, and anything that changes how to read it; long
+// lines wrap at word boundaries (about 6.5 px per character at 12 px).
+std::vector<Line> header_lines(const RunData& run, const VariantTimeline& v, const std::vector<int>& shown, int width) {
   std::vector<Line> header;
   std::string title = fmt::format("{} · {}", v.name, to_string(v.verdict));
   if (v.ranks >= 2 && v.verdict_overlap.count > 0)
@@ -149,7 +153,6 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
                                                 "what ran on its GPU meanwhile (contention) and the idle rest",
                                                 shown.front(), shown.back(), v.replay_count),
                     "fill=\"#444\""});
-  // Long lines wrap at word boundaries (about 6.5 px per character at 12 px).
   const auto max_chars = static_cast<std::size_t>((width - 24) / 6.5);
   std::vector<Line> wrapped;
   for (const Line& l : header) {
@@ -165,57 +168,77 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     }
     wrapped.push_back({std::string(rest), l.style});
   }
-  const double header_h = 26 + 16.0 * static_cast<double>(wrapped.size());
-  const double label_row_h = 12;
-  const double lane_h = 46 + label_row_h * kSvgWaitLabelRows;  // ops bar 24, wait bar 8, label rows
-  const int ranks = v.ranks;
-  const double lanes_top = header_h + 18;  // room for the replay labels
-  const double axis_y = lanes_top + ranks * lane_h + 6;
-  const double legend_y = axis_y + 44;
-  const double height = legend_y + 30;
-  const auto x_of = [&](std::uint64_t t) {
-    // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
-    const double us = t >= t0 ? static_cast<double>(t - t0) / 1000.0 : -static_cast<double>(t0 - t) / 1000.0;
-    return left + us / span_us * plot_w;
-  };
+  return wrapped;
+}
 
-  std::string out;
+SvgLayout make_layout(const VariantTimeline& v, const std::vector<int>& shown, const SvgOptions& options,
+                      std::size_t header_lines) {
+  SvgLayout l;
+  std::uint64_t t0 = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t t1 = 0;
+  for (const int r : shown) {
+    t0 = std::min(t0, v.replays[static_cast<std::size_t>(r)].begin_ns);
+    t1 = std::max(t1, v.replays[static_cast<std::size_t>(r)].end_ns);
+  }
+  if (shown.empty()) t0 = t1 = 0;
+  l.t0 = t0;
+  l.span_us = std::max(static_cast<double>(t1 - t0) / 1000.0, 1e-3);
+  l.width = std::max(options.width_px, 600);
+  l.plot_w = l.width - l.left - l.right;
+  const double header_h = 26 + 16.0 * static_cast<double>(header_lines);
+  l.lane_h = 46 + l.label_row_h * kSvgWaitLabelRows;  // ops bar 24, wait bar 8, label rows
+  l.ranks = v.ranks;
+  l.lanes_top = header_h + 18;  // room for the replay labels
+  l.axis_y = l.lanes_top + l.ranks * l.lane_h + 6;
+  l.legend_y = l.axis_y + 44;
+  l.height = l.legend_y + 30;
+  return l;
+}
+
+void draw_frame(std::string& out, const SvgLayout& l, const std::vector<Line>& header) {
   auto it = std::back_inserter(out);
   fmt::format_to(it,
                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n",
-                 width, height, width, height);
+                 l.width, l.height, l.width, l.height);
   out +=
       "<defs><pattern id=\"wait-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#ffe5e5\"/>"
       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d32f2f\" stroke-width=\"3\"/></pattern></defs>\n";
-  fmt::format_to(it, "<rect width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", width, height);
-  for (std::size_t i = 0; i < wrapped.size(); ++i)
+  fmt::format_to(it, "<rect width=\"{}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", l.width, l.height);
+  for (std::size_t i = 0; i < header.size(); ++i)
     fmt::format_to(it, "<text x=\"12\" y=\"{:.0f}\" {}>{}</text>\n", 22 + 16.0 * static_cast<double>(i),
-                   wrapped[i].style, xml_escape(wrapped[i].text));
+                   header[i].style, xml_escape(header[i].text));
+}
 
-  // Lanes.
-  for (int r = 0; r < ranks; ++r) {
-    const double y = lanes_top + r * lane_h;
-    fmt::format_to(it, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left, y,
-                   plot_w, lane_h - 4, r % 2 == 0 ? "#f5f7fa" : "#eef1f5");
+void draw_lanes(std::string& out, const RunData& run, const VariantTimeline& v, const std::vector<int>& shown,
+                const SvgLayout& l) {
+  auto it = std::back_inserter(out);
+  for (int r = 0; r < l.ranks; ++r) {
+    const double y = l.lanes_top + r * l.lane_h;
+    fmt::format_to(it, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", l.left, y,
+                   l.plot_w, l.lane_h - 4, r % 2 == 0 ? "#f5f7fa" : "#eef1f5");
     fmt::format_to(it, "<text x=\"12\" y=\"{:.1f}\" font-weight=\"bold\">rank {}</text>\n", y + 16, r);
     fmt::format_to(it, "<text x=\"12\" y=\"{:.1f}\" fill=\"#444\">{}</text>\n", y + 31,
                    xml_escape(device_label(run.env, v.rank_device[static_cast<std::size_t>(r)])));
   }
-
   // Replay boundaries.
   for (const int r : shown) {
-    const double x = x_of(v.replays[static_cast<std::size_t>(r)].begin_ns);
+    const double x = l.x_of(v.replays[static_cast<std::size_t>(r)].begin_ns);
     fmt::format_to(
         it,
         "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>\n"
         "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#555\" font-size=\"11\">replay {}</text>\n",
-        x, lanes_top - 8, x, axis_y, x + 3, lanes_top - 10, r);
+        x, l.lanes_top - 8, x, l.axis_y, x + 3, l.lanes_top - 10, r);
   }
+}
 
-  // Ops.
+// The ops' bars, then the names inside them: in time order per lane, each clear of the previous
+// ones (bars of concurrent streams of one rank can overlap). Returns every drawn node's wait.
+std::vector<Mark> draw_ops(std::string& out, const LayerGraph& g, const VariantTimeline& v,
+                           const std::vector<int>& shown, const SvgLayout& l) {
+  auto it = std::back_inserter(out);
   std::vector<Mark> marks;
   std::vector<Name> names;
   for (const int r : shown) {
@@ -224,9 +247,9 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
       const NodeTiming& t = timings[n];
       if (!t.recorded) continue;
       const Node& node = g.nodes[n];
-      const double x = x_of(t.start_ns);
-      const double w = std::max(x_of(t.end_ns) - x, 0.6);
-      const double y = lanes_top + node.rank * lane_h + 4;
+      const double x = l.x_of(t.start_ns);
+      const double w = std::max(l.x_of(t.end_ns) - x, 0.6);
+      const double y = l.lanes_top + node.rank * l.lane_h + 4;
       fmt::format_to(it,
                      "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"24\" fill=\"{}\" stroke=\"#ffffff\" "
                      "stroke-width=\"0.3\"><title>{}</title></rect>\n",
@@ -238,11 +261,8 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
       marks.push_back(Mark{r, static_cast<int>(n), t.wait_us});
     }
   }
-
-  // Names inside bars: in time order per lane, each clear of the previous ones (bars of concurrent
-  // streams of one rank can overlap).
   std::stable_sort(names.begin(), names.end(), [](const Name& a, const Name& b) { return a.x0 < b.x0; });
-  std::vector<LabelRow> name_rows(static_cast<std::size_t>(std::max(ranks, 1)));
+  std::vector<LabelRow> name_rows(static_cast<std::size_t>(std::max(l.ranks, 1)));
   for (const Name& nm : names) {
     const double x1 = nm.x0 + kSvgLabelCharPx * static_cast<double>(display_chars(nm.text));
     auto& row = name_rows[static_cast<std::size_t>(nm.rank)];
@@ -251,12 +271,18 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#ffffff\" font-size=\"10\">{}</text>\n", nm.x0, nm.y,
                    xml_escape(nm.text));
   }
+  return marks;
+}
 
-  // The largest waits, hatched from ready to start, labelled with why; the largest wait takes the
-  // first row where its label fits.
+// The largest waits, hatched from ready to start, labelled with why; the largest wait takes the
+// first row where its label fits.
+void draw_waits(std::string& out, const LayerGraph& g, const VariantTimeline& v, std::vector<Mark> marks,
+                std::size_t replays_shown, const SvgOptions& options, const SvgLayout& l) {
+  auto it = std::back_inserter(out);
   std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.wait_us > b.wait_us; });
-  const double min_marked_us = std::max(1.0, 0.01 * span_us / std::max<double>(1, static_cast<double>(shown.size())));
-  std::vector<std::vector<LabelRow>> label_rows(static_cast<std::size_t>(std::max(ranks, 1)),
+  const double min_marked_us =
+      std::max(1.0, 0.01 * l.span_us / std::max<double>(1, static_cast<double>(replays_shown)));
+  std::vector<std::vector<LabelRow>> label_rows(static_cast<std::size_t>(std::max(l.ranks, 1)),
                                                 std::vector<LabelRow>(kSvgWaitLabelRows));
   std::size_t marked = 0;
   for (const Mark& m : marks) {
@@ -264,9 +290,9 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     ++marked;
     const NodeTiming& t = v.timings[static_cast<std::size_t>(m.replay)][static_cast<std::size_t>(m.node)];
     const Node& node = g.nodes[static_cast<std::size_t>(m.node)];
-    const double x0 = x_of(t.ready_ns);
-    const double x1 = x_of(t.start_ns);
-    const double y = lanes_top + node.rank * lane_h + 31;
+    const double x0 = l.x_of(t.ready_ns);
+    const double x1 = l.x_of(t.start_ns);
+    const double y = l.lanes_top + node.rank * l.lane_h + 31;
     const std::string label = node.label + " " + wait_parts_text(g, m.wait_us, t.parts, t.ready_from);
     fmt::format_to(it,
                    "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"8\" fill=\"url(#wait-hatch)\" "
@@ -276,7 +302,7 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     // Anchored at the wait's start, or at its end when that keeps it inside the picture.
     const double w = kSvgLabelCharPx * static_cast<double>(display_chars(label));
     double lx0 = x0;
-    if (lx0 + w > width - 4) lx0 = std::max(x1 - w, 4.0);
+    if (lx0 + w > l.width - 4) lx0 = std::max(x1 - w, 4.0);
     const double lx1 = lx0 + w;
     auto& rows = label_rows[static_cast<std::size_t>(node.rank)];
     for (std::size_t row = 0; row < rows.size(); ++row) {
@@ -284,26 +310,27 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
       rows[row].take(lx0, lx1);
       fmt::format_to(
           it, "<text class=\"wait-label\" x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#d32f2f\" font-size=\"10\">{}</text>\n", lx0,
-          y + 19 + label_row_h * static_cast<double>(row), xml_escape(label));
+          y + 19 + l.label_row_h * static_cast<double>(row), xml_escape(label));
       break;
     }
   }
+}
 
-  // Time axis.
-  fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#000\"/>\n", left, axis_y,
-                 left + plot_w, axis_y);
-  const double step = tick_step(span_us);
-  for (double us = 0; us <= span_us + 1e-9; us += step) {
-    const double x = left + us / span_us * plot_w;
+// The time axis, then a legend of the kinds this graph has and the wait mark.
+void draw_axis_and_legend(std::string& out, const LayerGraph& g, const SvgLayout& l) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#000\"/>\n", l.left,
+                 l.axis_y, l.left + l.plot_w, l.axis_y);
+  const double step = tick_step(l.span_us);
+  for (double us = 0; us <= l.span_us + 1e-9; us += step) {
+    const double x = l.left + us / l.span_us * l.plot_w;
     fmt::format_to(it,
                    "<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#000\"/>"
                    "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{:g}</text>\n",
-                   x, axis_y, x, axis_y + 5, x, axis_y + 17, us);
+                   x, l.axis_y, x, l.axis_y + 5, x, l.axis_y + 17, us);
   }
-  fmt::format_to(it, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#444\">{}</text>\n", left + plot_w,
-                 axis_y + 32, xml_escape("µs from the first replay shown"));
-
-  // Legend: the kinds this graph has, and the wait mark.
+  fmt::format_to(it, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#444\">{}</text>\n", l.left + l.plot_w,
+                 l.axis_y + 32, xml_escape("µs from the first replay shown"));
   std::set<NodeKind> present;
   for (const auto& n : g.nodes) present.insert(n.kind);
   double lx = 12;
@@ -312,14 +339,31 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
     fmt::format_to(it,
                    "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
                    "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-                   lx, legend_y, kind_colour(k), lx + 18, legend_y + 11, xml_escape(to_string(k)));
+                   lx, l.legend_y, kind_colour(k), lx + 18, l.legend_y + 11, xml_escape(to_string(k)));
     lx += 34 + 7.5 * static_cast<double>(to_string(k).size());
   }
   fmt::format_to(
       it,
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
       "<text x=\"{:.1f}\" y=\"{:.1f}\">wait (start - ready)</text>\n",
-      lx, legend_y, lx + 32, legend_y + 11);
+      lx, l.legend_y, lx + 32, l.legend_y + 11);
+}
+
+}  // namespace
+
+std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
+                                const SvgOptions& options) {
+  const VariantRun& vr = run.variants.at(variant);
+  const VariantTimeline& v = analysis.variants.at(variant);
+  const std::vector<int> shown = shown_replays(v, options);
+  const std::vector<Line> header = header_lines(run, v, shown, std::max(options.width_px, 600));
+  const SvgLayout layout = make_layout(v, shown, options, header.size());
+  std::string out;
+  draw_frame(out, layout, header);
+  draw_lanes(out, run, v, shown, layout);
+  std::vector<Mark> marks = draw_ops(out, vr.graph, v, shown, layout);
+  draw_waits(out, vr.graph, v, std::move(marks), shown.size(), options, layout);
+  draw_axis_and_legend(out, vr.graph, layout);
   out += "</svg>\n";
   return out;
 }
