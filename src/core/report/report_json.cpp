@@ -209,9 +209,7 @@ json replay_json(const VariantRun& vr, const VariantTimeline& v, const RunAnalys
               {"critical_path", path}};
 }
 
-json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i, const std::string& folder) {
-  const VariantRun& vr = run.variants[i];
-  const VariantTimeline& v = analysis.variants[i];
+json ranks_json(const VariantTimeline& v) {
   json ranks = json::array();
   for (const auto& s : v.rank_summaries) {
     ranks.push_back(json{{"rank", s.rank},
@@ -223,12 +221,10 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                          {"event_minus_cupti_us", stats_json(s.event_minus_cupti_us, 3)},
                          {"event_mismatch", s.event_mismatch}});
   }
-  json vs_root = json::array();
-  for (const auto& s : v.overlap_vs_root) vs_root.push_back(stats_json(s, 4));
-  json counts = json::object();
-  for (const Verdict verdict :
-       {Verdict::overlapped, Verdict::partial, Verdict::serialized, Verdict::single_rank, Verdict::no_data})
-    counts[std::string(to_string(verdict))] = v.verdict_counts[static_cast<std::size_t>(verdict)];
+  return ranks;
+}
+
+json node_waits_json(const VariantRun& vr, const VariantTimeline& v) {
   json waits = json::array();
   for (const auto& w : v.waits) {
     const Node& n = vr.graph.nodes[static_cast<std::size_t>(w.node)];
@@ -252,6 +248,10 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                                           {"occupants", occupants_json(vr.graph, w.typical)},
                                           {"text", typical_parts_text(vr.graph, v, w)}}}});
   }
+  return waits;
+}
+
+json critical_path_json(const VariantRun& vr, const VariantTimeline& v) {
   const CriticalPathSummary& cp = v.critical_path;
   json path_nodes = json::array();
   for (const auto& p : cp.nodes)
@@ -260,6 +260,14 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                               {"replays_on_path", p.replays_on_path},
                               {"run_us", stats_json(p.run_us, 3)},
                               {"wait_us", stats_json(p.wait_us, 3)}});
+  return json{{"typical_replay", cp.typical_replay},
+              {"speedup_node", cp.speedup_node},
+              {"speedup_label", cp.speedup_node >= 0 ? json(node_name(vr.graph, cp.speedup_node)) : json(nullptr)},
+              {"speedup_us", us3(cp.speedup_us)},
+              {"nodes", path_nodes}};
+}
+
+json outliers_json(const VariantRun& vr, const VariantTimeline& v) {
   json outliers = json::array();
   for (const auto& o : v.outliers) {
     json row{{"replay", o.replay},
@@ -281,17 +289,24 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
     }
     outliers.push_back(std::move(row));
   }
+  return outliers;
+}
+
+json steadiness_json(const VariantTimeline& v) {
   const Steadiness& st = v.steadiness;
-  const json steadiness = st.known ? json{{"known", true},
-                                          {"steady", st.steady},
-                                          {"quarter", st.quarter},
-                                          {"first_span_us", us3(st.first_span_us)},
-                                          {"last_span_us", us3(st.last_span_us)},
-                                          {"threshold_us", us3(st.threshold_us)},
-                                          {"first_verdict", std::string(to_string(st.first_verdict))},
-                                          {"last_verdict", std::string(to_string(st.last_verdict))},
-                                          {"text", steadiness_text(v)}}
-                                   : json{{"known", false}, {"text", steadiness_text(v)}};
+  return st.known ? json{{"known", true},
+                         {"steady", st.steady},
+                         {"quarter", st.quarter},
+                         {"first_span_us", us3(st.first_span_us)},
+                         {"last_span_us", us3(st.last_span_us)},
+                         {"threshold_us", us3(st.threshold_us)},
+                         {"first_verdict", std::string(to_string(st.first_verdict))},
+                         {"last_verdict", std::string(to_string(st.last_verdict))},
+                         {"text", steadiness_text(v)}}
+                  : json{{"known", false}, {"text", steadiness_text(v)}};
+}
+
+json output_check_json(const VariantRun& vr) {
   json check = nullptr;
   if (vr.output_check) {
     const Comparison& c = *vr.output_check;
@@ -300,6 +315,18 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
                  {"absmax", c.absmax},         {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
                  {"tolerance", c.tolerance}};
   }
+  return check;
+}
+
+json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i, const std::string& folder) {
+  const VariantRun& vr = run.variants[i];
+  const VariantTimeline& v = analysis.variants[i];
+  json vs_root = json::array();
+  for (const auto& s : v.overlap_vs_root) vs_root.push_back(stats_json(s, 4));
+  json counts = json::object();
+  for (const Verdict verdict :
+       {Verdict::overlapped, Verdict::partial, Verdict::serialized, Verdict::single_rank, Verdict::no_data})
+    counts[std::string(to_string(verdict))] = v.verdict_counts[static_cast<std::size_t>(verdict)];
   json notes = json::array();
   for (const auto& n : vr.notes) notes.push_back(n);
   const std::string shared = shared_gpu_note(run.env, v);
@@ -329,20 +356,15 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
             {"overlap_vs_root", vs_root},
             {"busy_overlap", stats_json(v.busy_overlap, 4)},
             {"span_us", stats_json(v.span_us, 3)},
-            {"critical_path",
-             json{{"typical_replay", cp.typical_replay},
-                  {"speedup_node", cp.speedup_node},
-                  {"speedup_label", cp.speedup_node >= 0 ? json(node_name(vr.graph, cp.speedup_node)) : json(nullptr)},
-                  {"speedup_us", us3(cp.speedup_us)},
-                  {"nodes", path_nodes}}},
+            {"critical_path", critical_path_json(vr, v)},
             {"outlier_rule", json{{"mads", kOutlierMads},
                                   {"fraction_of_median", kOutlierFraction},
                                   {"span_mad_us", us3(v.span_mad_us)},
                                   {"threshold_us", us3(v.outlier_threshold_us)},
                                   {"text", outlier_rule_text(v)}}},
-            {"outliers", outliers},
-            {"steadiness", steadiness},
-            {"ranks", ranks},
+            {"outliers", outliers_json(vr, v)},
+            {"steadiness", steadiness_json(v)},
+            {"ranks", ranks_json(v)},
             {"host_launch_us", stats_json(v.host_launch_us, 3)},
             {"host_costs", json{{"capture_ms", round_to(vr.costs.capture_ms, 3)},
                                 {"instantiate_ms", round_to(vr.costs.instantiate_ms, 3)},
@@ -350,8 +372,8 @@ json variant_json(const RunData& run, const RunAnalysis& analysis, std::size_t i
             {"tracing", json{{"replay_us_untraced", us3(vr.replay_us_untraced)},
                              {"replay_us_traced", us3(vr.replay_us_traced)},
                              {"cost", opt_json(v.tracing_cost, 4)}}},
-            {"node_waits", waits},
-            {"output_check", check}}},
+            {"node_waits", node_waits_json(vr, v)},
+            {"output_check", output_check_json(vr)}}},
       {"replays", nullptr},  // streamed by write_report_json: one replay at a time
       {"notes", notes}};
 }
