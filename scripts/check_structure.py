@@ -28,7 +28,6 @@ OVERSIZE = {
     "src/core/analysis/timeline.cpp:analyze": 139,
     "src/core/analysis/timeline.cpp:analyze_variant": 325,
     "src/core/records/run_data.cpp": 668,
-    "src/cuda/capture.cpp:check_captured_graph": 102,
     "src/kernels/gemm_mma.cu:mma_block": 157,
     "src/kernels/gemm_wgmma.cu:wgmma_block": 217,
 }

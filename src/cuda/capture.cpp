@@ -186,6 +186,44 @@ CapturedGraph GraphIssuer::capture(const IssueNode& issue, const NodeCaptured& c
 
 void GraphIssuer::issue_eager(const IssueNode& issue) { walk(issue, /*capturing=*/false, nullptr); }
 
+namespace {
+
+// Edges: the captured dependencies, read back as layer node ids, against the layer graph's. Adds
+// each difference; returns the captured graph's edge count.
+std::size_t compare_edges(cudaGraph_t g, const LayerGraph& layer,
+                          const std::unordered_map<cudaGraphNode_t, int>& layer_of,
+                          std::vector<std::string>& differences) {
+  std::size_t edge_count = 0;
+  TPG_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edge_count));
+  std::vector<cudaGraphNode_t> from(edge_count), to(edge_count);
+  TPG_CUDA(cudaGraphGetEdges(g, from.data(), to.data(), nullptr, &edge_count));
+  std::set<std::pair<int, int>> got_edges, want_edges;
+  for (std::size_t i = 0; i < edge_count; ++i) {
+    const auto a = layer_of.find(from[i]);
+    const auto b = layer_of.find(to[i]);
+    if (a == layer_of.end() || b == layer_of.end()) {
+      differences.push_back("a captured edge touches a node no layer node issued");
+      continue;
+    }
+    got_edges.insert({a->second, b->second});
+  }
+  for (const Edge& e : layer.edges) want_edges.insert({e.from, e.to});
+  for (const auto& [a, b] : want_edges) {
+    if (!got_edges.contains({a, b})) {
+      differences.push_back(fmt::format("edge {} -> {} missing", layer.nodes[a].label, layer.nodes[b].label));
+    }
+  }
+  for (const auto& [a, b] : got_edges) {
+    if (!want_edges.contains({a, b})) {
+      differences.push_back(
+          fmt::format("edge {} -> {} not in the layer graph", layer.nodes[a].label, layer.nodes[b].label));
+    }
+  }
+  return edge_count;
+}
+
+}  // namespace
+
 void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured) {
   cudaGraph_t g = captured.graph.get();
   std::size_t count = 0;
@@ -249,33 +287,7 @@ void check_captured_graph(const LayerGraph& layer, const CapturedGraph& captured
     differences.push_back(fmt::format("rank {} {} nodes: captured {}, layer graph 0", k.first, k.second, got));
   }
 
-  // Edges: the captured dependencies, read back as layer node ids, against the layer graph's.
-  std::size_t edge_count = 0;
-  TPG_CUDA(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edge_count));
-  std::vector<cudaGraphNode_t> from(edge_count), to(edge_count);
-  TPG_CUDA(cudaGraphGetEdges(g, from.data(), to.data(), nullptr, &edge_count));
-  std::set<std::pair<int, int>> got_edges, want_edges;
-  for (std::size_t i = 0; i < edge_count; ++i) {
-    const auto a = layer_of.find(from[i]);
-    const auto b = layer_of.find(to[i]);
-    if (a == layer_of.end() || b == layer_of.end()) {
-      differences.push_back("a captured edge touches a node no layer node issued");
-      continue;
-    }
-    got_edges.insert({a->second, b->second});
-  }
-  for (const Edge& e : layer.edges) want_edges.insert({e.from, e.to});
-  for (const auto& [a, b] : want_edges) {
-    if (!got_edges.contains({a, b})) {
-      differences.push_back(fmt::format("edge {} -> {} missing", layer.nodes[a].label, layer.nodes[b].label));
-    }
-  }
-  for (const auto& [a, b] : got_edges) {
-    if (!want_edges.contains({a, b})) {
-      differences.push_back(
-          fmt::format("edge {} -> {} not in the layer graph", layer.nodes[a].label, layer.nodes[b].label));
-    }
-  }
+  const std::size_t edge_count = compare_edges(g, layer, layer_of, differences);
 
   if (differences.empty()) return;
   std::string message =
