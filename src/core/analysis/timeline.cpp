@@ -235,6 +235,22 @@ class ReplayAnalyzer {
   // Fills `nodes` (resized to the graph) and `rt` for replay r; the critical path only when asked.
   // With `detail` the waits' occupants and the path's links one by one, else their totals.
   void analyze(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt, bool with_path, bool detail) const {
+    place_records(r, nodes, rt);
+    ready_times(r, nodes, rt, detail);
+    rank_windows(r, nodes, rt);
+    busy_overlaps(nodes, rt);
+    for (std::size_t k = 1; k < static_cast<std::size_t>(out_.ranks); ++k) {
+      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
+      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
+    }
+    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
+    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
+    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
+  }
+
+ private:
+  // The replay's records onto its nodes, and the replay's extent.
+  void place_records(std::size_t r, std::vector<NodeTiming>& nodes, ReplayTimeline& rt) const {
     const auto R = static_cast<std::size_t>(out_.ranks);
     nodes.assign(node_count_, NodeTiming{});
     for (std::size_t n = 0; n < node_count_; ++n) {
@@ -256,7 +272,9 @@ class ReplayAnalyzer {
       rt.end_ns = std::max(rt.end_ns, nodes[n].end_ns);
     }
     if (!rt.present) rt.begin_ns = 0;
+  }
 
+  void ready_times(std::size_t r, std::vector<NodeTiming>& nodes, const ReplayTimeline& rt, bool detail) const {
     // Ready time: the latest end among recorded ancestors, walking through the nodes that leave no
     // record (events, alloc, free) or whose record is missing.
     done_ns_.assign(node_count_, 0);
@@ -309,7 +327,10 @@ class ReplayAnalyzer {
         done_by_[n] = from;
       }
     }
+  }
 
+  void rank_windows(std::size_t r, const std::vector<NodeTiming>& nodes, ReplayTimeline& rt) const {
+    const auto R = static_cast<std::size_t>(out_.ranks);
     // Per rank windows over the whole replay, and per (rank, layer) for the overlap: with layers
     // joined between them, whole-replay windows of serialized ranks would still share most of
     // their time.
@@ -359,17 +380,8 @@ class ReplayAnalyzer {
       if (rt.overlap_vs_root[k] && (!rt.overlap || *rt.overlap_vs_root[k] < *rt.overlap))
         rt.overlap = rt.overlap_vs_root[k];
     }
-    busy_overlaps(nodes, rt);
-    for (std::size_t k = 1; k < R; ++k) {
-      const auto& decides = out_.rank_device[k] == out_.rank_device[0] ? rt.busy_vs_root[k] : rt.overlap_vs_root[k];
-      if (decides && (!rt.verdict_overlap || *decides < *rt.verdict_overlap)) rt.verdict_overlap = decides;
-    }
-    rt.verdict = verdict_of(rt.verdict_overlap, out_.ranks);
-    if (rt.present) rt.span_us = ns_to_us(rt.end_ns, rt.begin_ns);
-    if (with_path) rt.critical_path = critical_path(g_, nodes, static_cast<int>(r), rt, devices_, detail);
   }
 
- private:
   // Busy overlap: the ranks' kernels and copies as intervals, whole replay.
   void busy_overlaps(const std::vector<NodeTiming>& nodes, ReplayTimeline& rt) const {
     const auto R = static_cast<std::size_t>(out_.ranks);
