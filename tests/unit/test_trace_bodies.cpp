@@ -4,11 +4,13 @@
 // or if node launches from the device carry correlation id 0. The merge must place both.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
 #include "core/analysis/timeline.hpp"
+#include "core/records/trace_recording.hpp"
 #include "core/records/traced_run.hpp"
 #include "crafted_trace.hpp"
 
@@ -128,4 +130,33 @@ TEST_CASE("trace: the first line says when tpgraph yielded to the program's prof
   partial.recording.push_back("pid 1: RECORDING STOPPED at 0.4 s");
   CHECK(partial.line().starts_with("CLEAN: all 10 graph records"));
   CHECK(partial.line().ends_with(" — RECORDED IN PART: see the recording lines"));
+}
+
+TEST_CASE("trace: launches after the size limit stopped recording are left out, with a note", "[trace][graph]") {
+  Crafted c;
+  c.graphs.push_back(chain_graph(2, 1, 10));
+  for (std::uint32_t k = 0; k < 5; ++k) {
+    const std::uint64_t t = 1'000'000 + 100'000ull * k;
+    c.launches.push_back(WireLaunch{10 + k, 1, t - 2'000, t - 1'000, 0, 0});
+    if (k >= 3) continue;  // the last two launches' records were refused at the limit
+    c.records.push_back(kernel_record(10, 10 + k, t, t + 1'000));
+    c.records.push_back(kernel_record(11, 10 + k, t + 2'000, t + 3'000));
+  }
+  std::string bytes = c.bytes();
+  const std::string footer = tracefile::chunk(tracefile::ChunkType::footer, json{{"records", 6}}.dump());
+  bytes.resize(bytes.size() - footer.size());
+  const std::string limit = tracefile::recording_event_chunk("limit", 1'250'000, "--max-file-size");
+  std::vector<tracefile::ProcessFile> files;
+  files.push_back(tracefile::parse_process_file(bytes + limit + footer, "limit.tpgt"));
+  const TracedRun t = merge_traces(std::move(files), {});
+  REQUIRE(t.run.variants.size() == 1);
+  CHECK(t.run.variants[0].scenario.replays == 3);
+  CHECK(analyze_run(t.run).variants[0].health.clean());
+  CHECK(std::any_of(t.notes.begin(), t.notes.end(),
+                    [](const std::string& n) { return n.find("2 graph launches after the last one") != n.npos; }));
+  // Without the limit event the same launches are missing records: not clean.
+  files.clear();
+  files.push_back(tracefile::parse_process_file(c.bytes(), "nolimit.tpgt"));
+  const TracedRun u = merge_traces(std::move(files), {});
+  CHECK_FALSE(analyze_run(u.run).variants[0].health.clean());
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/base/stats.hpp"
 #include "core/records/traced_merge.hpp"
@@ -203,6 +204,27 @@ void attribute_device_launched_records(ProcessFile& p) {
     const auto after = std::upper_bound(list.begin(), list.end(), std::make_pair(a.start_ns, UINT32_MAX));
     if (after != list.begin()) a.correlation_id = std::prev(after)->second;
   }
+}
+
+void drop_launches_after_limit(ProcessFile& p) {
+  const bool limited = std::any_of(p.recording.events.begin(), p.recording.events.end(),
+                                   [](const tracefile::RecordingEvent& e) { return e.event == "limit"; });
+  if (!limited) return;
+  std::unordered_set<std::uint32_t> recorded;
+  for (const auto& a : p.records)
+    if (a.graph_node_id != 0) recorded.insert(a.correlation_id);
+  std::uint64_t last = 0;
+  for (const auto& l : p.launches)
+    if (recorded.contains(l.correlation_id)) last = std::max(last, l.host_start_ns);
+  const auto before = p.launches.size();
+  std::erase_if(p.launches, [&](const tracefile::WireLaunch& l) {
+    return l.host_start_ns > last && !recorded.contains(l.correlation_id);
+  });
+  if (const auto dropped = before - p.launches.size(); dropped > 0)
+    p.notes.push_back(
+        fmt::format("{} graph launch{} after the last one with a record left out: recording stopped at "
+                    "the size limit (--max-file-size)",
+                    dropped, dropped == 1 ? "" : "es"));
 }
 
 ProcessIndex index_process(const ProcessFile& p) {

@@ -34,6 +34,10 @@ class Merger {
       : files_(std::move(files)), options_(options) {}
 
   TracedRun run() {
+    for (auto& f : files_) {  // what CUPTI and the size limit leave for the merge to set right
+      attribute_device_launched_records(f);
+      drop_launches_after_limit(f);
+    }
     trace_folder::set_aside_cyclic_graphs(files_, out_.notes);
     assign_ranks();
     time_base();
@@ -131,7 +135,6 @@ class Merger {
     std::map<std::tuple<std::uint64_t, std::uint32_t, std::size_t>, int> group_of_key;
     group_of_graph_.resize(files_.size());
     bucket_.resize(files_.size());
-    for (auto& f : files_) attribute_device_launched_records(f);
     for (const auto& f : files_) index_.push_back(index_process(f));
     classify_shapes(files_, index_);
     for (std::size_t p = 0; p < files_.size(); ++p) {

@@ -67,6 +67,11 @@ struct Placement {
 // Launches of one executable never overlap, so the launch running at the record's start is that one.
 void attribute_device_launched_records(tracefile::ProcessFile& p);
 
+// A process whose recording stopped at the size limit (a "limit" recording event) still wrote the
+// launches whose records it refused: those after its last launch with a record are left out, with
+// a note, rather than analysed as launches whose every node lost its record.
+void drop_launches_after_limit(tracefile::ProcessFile& p);
+
 // Every graph chunk of a process: its slots, the resolver of record node ids, fingerprints.
 [[nodiscard]] ProcessIndex index_process(const tracefile::ProcessFile& p);
 // Gives every graph of every process its shape class: graphs whose hash collides but whose shapes
