@@ -26,7 +26,6 @@ ROOMS = {"report": 6, "analysis": 5, "records": 4, "model": 3, "numerics": 2, "b
 OVERSIZE = {
     "src/core/analysis/timeline.cpp": 753,
     "src/core/analysis/timeline.cpp:analyze_variant": 325,
-    "src/core/records/run_data.cpp": 668,
     "src/kernels/gemm_mma.cu:mma_block": 157,
     "src/kernels/gemm_wgmma.cu:wgmma_block": 217,
 }
