@@ -179,8 +179,11 @@ std::vector<std::pair<std::uint64_t, int>> body_node_ids(const TracedGraph& grap
 }
 
 void attribute_device_launched_records(ProcessFile& p) {
-  std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> starts;  // graph id
-  std::unordered_map<std::uint32_t, std::uint64_t> first;  // correlation id -> its first record's start
+  struct Launch {
+    std::uint64_t first_ns = UINT64_MAX;  // its earliest graph record's start
+    std::uint32_t graph = 0;              // CUPTI's graph id
+  };
+  std::unordered_map<std::uint32_t, Launch> launches;  // correlation id ->
   bool any = false;
   for (const auto& a : p.records) {
     if (a.graph_node_id == 0 || a.graph_id == 0) continue;
@@ -188,13 +191,13 @@ void attribute_device_launched_records(ProcessFile& p) {
       any = true;
       continue;
     }
-    const auto [it, fresh] = first.emplace(a.correlation_id, a.start_ns);
-    if (!fresh) it->second = std::min(it->second, a.start_ns);
+    Launch& l = launches[a.correlation_id];
+    l.first_ns = std::min(l.first_ns, a.start_ns);
+    l.graph = a.graph_id;
   }
   if (!any) return;
-  for (const auto& a : p.records)
-    if (a.graph_node_id != 0 && a.graph_id != 0 && a.correlation_id != 0 && first.at(a.correlation_id) == a.start_ns)
-      starts[a.graph_id].emplace_back(a.start_ns, a.correlation_id);
+  std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> starts;  // graph id
+  for (const auto& [corr, l] : launches) starts[l.graph].emplace_back(l.first_ns, corr);
   for (auto& [graph, list] : starts) std::sort(list.begin(), list.end());
   for (auto& a : p.records) {
     if (a.graph_node_id == 0 || a.graph_id == 0 || a.correlation_id != 0) continue;

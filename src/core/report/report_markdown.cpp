@@ -231,43 +231,45 @@ void environment_section(std::string& out, const RunEnvironment& env) {
 // run of the layer, or a trace of few graphs, shows every variant in full in its own order.
 constexpr std::size_t kFullGraphs = 8;
 
-double gpu_time_us(const VariantRun& vr) {
-  double ns = 0;
-  for (const auto& a : vr.records)
-    if (a.end_ns > a.start_ns) ns += static_cast<double>(a.end_ns - a.start_ns);
-  return ns / 1000.0;
+// Each variant's GPU time: the sum of its records' durations, µs.
+std::vector<double> gpu_times_us(const RunData& run) {
+  std::vector<double> out;
+  for (const auto& vr : run.variants) {
+    double ns = 0;
+    for (const auto& a : vr.records)
+      if (a.end_ns > a.start_ns) ns += static_cast<double>(a.end_ns - a.start_ns);
+    out.push_back(ns / 1000.0);
+  }
+  return out;
 }
 
-std::vector<std::size_t> variants_in_full(const RunData& run, const RunAnalysis& analysis) {
-  std::vector<std::size_t> order(analysis.variants.size());
+std::vector<std::size_t> variants_in_full(const RunData& run, const std::vector<double>& gpu) {
+  std::vector<std::size_t> order(gpu.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (!run.trace || order.size() <= kFullGraphs) return order;
-  std::vector<double> gpu(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) gpu[i] = gpu_time_us(run.variants[i]);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return gpu[a] > gpu[b]; });
   order.resize(kFullGraphs);
   return order;
 }
 
-std::string other_graphs_section(const RunData& run, const RunAnalysis& analysis,
+std::string other_graphs_section(const RunData& run, const RunAnalysis& analysis, const std::vector<double>& gpu,
                                  const std::vector<std::size_t>& in_full, const std::vector<std::string>& folders) {
-  std::vector<std::pair<double, std::size_t>> rest;
-  for (std::size_t i = 0; i < analysis.variants.size(); ++i)
-    if (std::find(in_full.begin(), in_full.end(), i) == in_full.end())
-      rest.emplace_back(gpu_time_us(run.variants[i]), i);
-  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < gpu.size(); ++i)
+    if (std::find(in_full.begin(), in_full.end(), i) == in_full.end()) rest.push_back(i);
+  std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) { return gpu[a] > gpu[b]; });
   double all = 0;
-  for (std::size_t i = 0; i < analysis.variants.size(); ++i) all += gpu_time_us(run.variants[i]);
+  for (const double g : gpu) all += g;
   std::string out = fmt::format(
       "## The other {} graphs\n\nThe {} graphs that took the most GPU time are shown in full below, in that order; "
       "these took the rest (each in full in its folder's trace.json, timeline.svg and graph.dot, and in "
       "report.json).\n\n",
       rest.size(), in_full.size());
   Table t({"graph", "nodes", "launches", "GPU time µs", "share", "median span µs", "collection", "folder"}, "lrrrrrll");
-  for (const auto& [gpu, i] : rest) {
+  for (const std::size_t i : rest) {
     const VariantTimeline& v = analysis.variants[i];
     t.row({v.name, fmt::format("{}", run.variants[i].graph.nodes.size()), fmt::format("{}", v.replay_count),
-           fmt::format("{:.1f}", gpu), fmt::format("{:.1f}%", all > 0 ? 100.0 * gpu / all : 0.0),
+           fmt::format("{:.1f}", gpu[i]), fmt::format("{:.1f}%", all > 0 ? 100.0 * gpu[i] / all : 0.0),
            v.span_us.count ? fmt::format("{:.1f}", v.span_us.median) : "-", v.health.clean() ? "clean" : "NOT CLEAN",
            "`" + folders[i] + "/`"});
   }
@@ -296,8 +298,9 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   out += summary_table(run, analysis, false).markdown();
   out += "\n";
 
-  const std::vector<std::size_t> in_full = variants_in_full(run, analysis);
-  if (in_full.size() < analysis.variants.size()) out += other_graphs_section(run, analysis, in_full, folders);
+  const std::vector<double> gpu = gpu_times_us(run);
+  const std::vector<std::size_t> in_full = variants_in_full(run, gpu);
+  if (in_full.size() < analysis.variants.size()) out += other_graphs_section(run, analysis, gpu, in_full, folders);
   for (const std::size_t i : in_full) {
     const VariantTimeline& v = analysis.variants[i];
     const VariantRun& vr = run.variants[i];
