@@ -6,8 +6,11 @@
 # the cost of tracing itemised with TPGRAPH_INJECT_COST on the 1 us and 20 us examples and
 # torch.compile; the size limit. RUN_SECONDS (default 60) is how long each server run lasts; the window
 # is at 1/3 of it. Results under $OUT: summary.log (step times, report headers, file sizes, costs)
-# and servers.tgz with every trace folder.
+# and servers.tgz with every trace folder. Arguments pick parts (default all): modes (the recording
+# modes on the server-like example), nvtx (its --nvtx-range run alone), overhead, cost, analyze.
 set -uo pipefail
+parts=${*:-modes overhead cost analyze}
+want() { [[ " $parts " == *" $1 "* ]]; }
 OUT=${OUT:-out}
 B=${B:-build-ci}
 W=${WORK:-/tmp/tpgraph-servers}
@@ -34,6 +37,11 @@ trace() {
   } | tee -a "$OUT/summary.log"
 }
 
+if want nvtx && ! want modes; then
+  log "server-like example: the --nvtx-range window, graphs named by capture site"
+  trace nvtx --nvtx-range step --launches 100 -- "${server[@]}"
+fi
+if want modes; then
 log "server-like example: untraced, then each recording mode"
 "${server[@]}" 2>&1 | tail -n 1 | sed 's/^/untraced: /' | tee -a "$OUT/summary.log"
 trace window --delay "$delay" --duration 5 -- "${server[@]}"
@@ -54,6 +62,7 @@ wait "$tracer"
   sed -n '1,/^$/p' "$W/flight/report.md" | head -n 20
   du -b "$W/flight"/procs/*.tpgt | awk '{print "file bytes", $1}'
 } | tee -a "$OUT/summary.log"
+fi
 
 # plain against traced, alternating: the median of each program's own per-replay or per-step figure.
 alternate() {  # alternate NAME "TRACE FLAGS" CMD...
@@ -66,25 +75,33 @@ alternate() {  # alternate NAME "TRACE FLAGS" CMD...
       sed "s/^/$name traced($flags) $i: /"
   done | tee -a "$OUT/summary.log"
 }
-log "overhead outside a window (never opens) and at --sample 100"
 g1=("$B/tpgraph-example-graph" --replays 20000 --kernel-us 1)
 g20=("$B/tpgraph-example-graph" --replays 5000 --kernel-us 20)
+if want overhead; then
+log "overhead outside a window (never opens) and at --sample 100"
 alternate outside-1us "--delay 100000" "${g1[@]}"
 alternate sample-1us "--sample 100" "${g1[@]}"
 alternate full-20us "" "${g20[@]}"
 alternate outside-compile "--delay 100000" python3 examples/torch_compile_step.py --steps 3000
 alternate sample-compile "--sample 100" python3 examples/torch_compile_step.py --steps 3000
 alternate full-compile "" python3 examples/torch_compile_step.py --steps 3000
+fi
 
+if want cost; then
 log "the cost of tracing, itemised (TPGRAPH_INJECT_COST): per replay; divide by the nodes for per node"
-for mode in activity callbacks no-write full; do
-  cost_env=(env TPGRAPH_INJECT_COST="$mode")
-  [ "$mode" = full ] && cost_env=(env)
+# subscribe: CUPTI subscribed, nothing on; callbacks: tpgraph's callbacks, no activity; activity:
+# CUPTI's records, no callback; no-write: all but the file; full. "-driver": graph launches seen at
+# the driver's cuGraphLaunch only (TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver), no runtime callback.
+for mode in subscribe callbacks callbacks-driver activity no-write full full-driver; do
+  cost_env=(env TPGRAPH_INJECT_COST="${mode%-driver}")
+  [[ $mode == full* ]] && cost_env=(env)
+  [[ $mode == *-driver ]] && cost_env+=(TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver)
   alternate "cost-$mode-1us" "" "${cost_env[@]}" "${g1[@]}"
-  alternate "cost-$mode-20us" "" "${cost_env[@]}" "${g20[@]}"
   alternate "cost-$mode-compile" "" "${cost_env[@]}" python3 examples/torch_compile_step.py --steps 3000
 done
+fi
 
+want analyze || exit 0
 log "re-analysis of every trace folder"
 for d in "$W"/*/; do
   "$B/tpgraph" analyze "$d" --out "$W/reanalysed-$(basename "$d")" >/dev/null 2>&1

@@ -92,7 +92,10 @@ for setting in default small forced noflush old; do
 done
 for at in 1 5; do  # SIGTERM (no handler in the program): the signal flush
   dir="$W/term-$at"
-  traced "$dir" "$B/tpgraph-example-graph" --replays 2000000 --kernel-us 10 --bytes 65536 >/dev/null 2>&1 &
+  # env execs the program, so $! is the program itself (a function run in the background would be a
+  # subshell: the signal would end the subshell and leave the program running).
+  env TPGRAPH_TRACE_DIR="$dir" CUDA_INJECTION64_PATH="$INJECT" \
+    "$B/tpgraph-example-graph" --replays 2000000 --kernel-us 10 --bytes 65536 >/dev/null 2>&1 &
   pid=$!
   sleep "$at"
   killed=$(date +%s%N)
@@ -100,6 +103,8 @@ for at in 1 5; do  # SIGTERM (no handler in the program): the signal flush
   wait "$pid" 2>/dev/null
   echo "SIGTERM at ${at}s: $(python3 scripts/kill_coverage.py "$dir" "$killed")" | tee -a "$OUT/summary.log"
   "$B/tpgraph" analyze "$dir" --out "$dir-report" 2>&1 | head -n 3 | tee -a "$OUT/summary.log"
+  pgrep -f "tpgraph-example-graph --replays 2000000" >/dev/null && echo "SIGTERM at ${at}s: the program still runs" |
+    tee -a "$OUT/summary.log"
   rm -rf "$dir"
 done
 fi

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -33,6 +34,7 @@
 
 #include "core/records/trace_file.hpp"
 #include "core/records/trace_recording.hpp"
+#include "inject/nvtx_ranges.hpp"
 #include "inject/origin.hpp"
 #include "inject/process_info.hpp"
 #include "inject/tracer.hpp"
@@ -67,6 +69,7 @@ enum class CostMode {
   activity,   // CUPTI's activity records only: no callback of tpgraph's, buffers freed undecoded
   callbacks,  // tpgraph's callbacks only: no activity kind enabled
   no_write,   // everything but the file: records decoded and interned, not written
+  subscribe,  // CUPTI subscribed, nothing enabled: the cost of a subscriber alone
 };
 CostMode g_cost = CostMode::full;
 
@@ -76,6 +79,7 @@ CostMode cost_mode_from_env() {
   if (mode == "activity") return CostMode::activity;
   if (mode == "callbacks") return CostMode::callbacks;
   if (mode == "no-write") return CostMode::no_write;
+  if (mode == "subscribe") return CostMode::subscribe;
   return CostMode::full;
 }
 
@@ -180,8 +184,6 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (tracer == nullptr || cbdata == nullptr || tracer->quiet.load() || tracer->finished() || !tracer->writer.ours())
     return;
   try {
-    if (domain == CUPTI_CB_DOMAIN_NVTX)
-      return on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(cbdata), tracer->recorder.get(), now_ns());
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       const auto& resource = *static_cast<const CUpti_ResourceData*>(cbdata);
       const auto* graph = static_cast<const CUpti_GraphData*>(resource.resourceDescriptor);
@@ -206,6 +208,16 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     tracer->fail(std::string("a CUPTI callback failed: ") + e.what());
   } catch (...) {
     tracer->fail("a CUPTI callback failed");
+  }
+}
+
+// A range the program opened or closed: the --nvtx-range window hears of it.
+void on_nvtx_range(const std::string& name, bool opened) {
+  Tracer* tracer = g_tracer;
+  if (tracer == nullptr || tracer->recorder == nullptr || tracer->quiet.load() || tracer->finished()) return;
+  try {
+    tracer->recorder->nvtx(name, opened, now_ns());
+  } catch (...) {
   }
 }
 
@@ -252,14 +264,17 @@ std::string start_cupti(Tracer& tracer) {
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz},
   };
+  if (g_cost == CostMode::subscribe) return {};
+  // TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver: the graph launches are seen at the driver's cuGraphLaunch
+  // only (a cost measurement: the runtime's callbacks are what a program of many runtime calls pays for).
+  const char* launch_domains = std::getenv("TPGRAPH_INJECT_LAUNCH_CALLBACKS");
+  const bool driver_only = launch_domains != nullptr && std::string_view(launch_domains) == "driver";
   if (g_cost != CostMode::activity) {
-    for (const auto& [domain, cbid] : callbacks)
+    for (const auto& [domain, cbid] : callbacks) {
+      if (driver_only && domain == CUPTI_CB_DOMAIN_RUNTIME_API) continue;
       if (const CUptiResult s = cuptiEnableCallback(1, tracer.subscriber, domain, cbid); s != CUPTI_SUCCESS)
         return "enabling a CUPTI callback failed (" + result_text(s) + ")";
-    // NVTX reaches CUPTI only where `trace` routed it there (NVTX_INJECTION64_PATH); a failure here
-    // costs the graphs' NVTX names and the --nvtx-range window, nothing else.
-    if (const CUptiResult s = cuptiEnableDomain(1, tracer.subscriber, CUPTI_CB_DOMAIN_NVTX); s != CUPTI_SUCCESS)
-      tracer.note("NVTX callbacks could not be enabled (" + result_text(s) + "): graphs carry no NVTX ranges");
+    }
   }
   if (const CUptiResult s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); s != CUPTI_SUCCESS)
     return "cuptiActivityRegisterCallbacks failed (" + result_text(s) + ")";
@@ -397,7 +412,10 @@ int initialize() {
   if (pthread_atfork(nullptr, nullptr, in_fork_child) != 0 || std::atexit(at_exit) != 0)
     g_tracer->note("the exit or fork handler could not be installed: the file may end without a footer");
   install_signal_handlers();
-  if (g_tracer->recorder != nullptr) g_tracer->recorder->start();
+  if (g_tracer->recorder != nullptr) {
+    g_tracer->recorder->start();
+    nvtx::set_listener(&on_nvtx_range);
+  }
   install_dump_signal(*g_tracer);
   if (const auto period = env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000); period > 0)
     start_flush_thread(static_cast<std::uint32_t>(period),
@@ -420,18 +438,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
 }
 
-// The entry point NVTX calls when NVTX_INJECTION64_PATH names this library (`trace` sets it):
-// NVTX's initialisation is handed to the libcupti this library is linked to, the one already in the
-// process (PyTorch's wheel copy, say), so NVTX ranges come back as CUPTI callbacks of the one
-// subscriber. Loading libcupti by its own path would bring a second copy that no one subscribed to.
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void* get_export_table) {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cuptiSubscribe), &info) == 0 || info.dli_fname == nullptr) return 0;
-  void* cupti = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (cupti == nullptr) return 0;
-  using Initialize = int (*)(const void*);
-  const auto forward = reinterpret_cast<Initialize>(dlsym(cupti, "InitializeInjectionNvtx2"));
-  const int result = forward != nullptr ? forward(get_export_table) : 0;
-  dlclose(cupti);  // drops the reference RTLD_NOLOAD added; libcupti stays loaded
-  return result;
+// The entry point NVTX calls when NVTX_INJECTION64_PATH names this library (`trace` sets it): the
+// program's range calls come to inject/nvtx_ranges.cpp from then on.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    NvtxGetExportTableFunc_t get_export_table) {
+  try {
+    return tpgraph::inject::nvtx::install(get_export_table);
+  } catch (...) {
+    return 0;
+  }
 }

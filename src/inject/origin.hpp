@@ -1,11 +1,8 @@
 // Where the program was when it captured a graph, and the NVTX ranges it had open: taken in the
 // capture-begin callback (or at instantiation for a graph built node by node) and written with the
-// graph chunk as its origin. NVTX ranges reach the library as CUPTI callbacks when the program's
-// NVTX is routed to CUPTI (`trace` sets NVTX_INJECTION64_PATH to this library, which hands NVTX's
-// initialisation to the libcupti already loaded: one libcupti per process).
+// graph chunk as its origin. The ranges come from the program's NVTX calls (inject/nvtx_ranges.hpp).
 #pragma once
 #include <cuda.h>
-#include <cupti.h>
 
 #include <string>
 #include <vector>
@@ -13,14 +10,6 @@
 #include "core/records/trace_file.hpp"
 
 namespace tpgraph::inject {
-
-class Recorder;
-
-// An NVTX callback (CUPTI_CB_DOMAIN_NVTX): keeps this thread's open ranges; tells the recorder
-// (may be null) of ranges opened and closed.
-void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& data, Recorder* recorder, std::uint64_t now_ns);
-// This thread's open ranges, outermost first.
-[[nodiscard]] std::vector<std::string> nvtx_open_here();
 
 // The origin of a graph whose capture begins now on this thread (kept until its capture ends).
 void on_capture_begin();

@@ -44,6 +44,8 @@ class RecordWriter {
   // that use it): hold this lock across the writes through write_locked.
   // Check ours() first: in a fork's child the mutex may be held by a thread that no longer exists.
   [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
+  // The same, without waiting (a signal handler's flush: this thread may hold it already).
+  [[nodiscard]] std::unique_lock<std::mutex> try_lock() { return std::unique_lock(mutex_, std::try_to_lock); }
   bool write_locked(std::string_view chunk);
 
   // The file is open and this is the process that opened it.

@@ -10,6 +10,7 @@
 #include "core/records/records.hpp"
 #include "core/records/trace_recording.hpp"
 #include "cupti/decode.hpp"
+#include "inject/nvtx_ranges.hpp"
 #include "inject/origin.hpp"
 #include "inject/process_info.hpp"
 
@@ -90,16 +91,30 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   if (recorder != nullptr && recorder->keeps_last()) {
     // The flight recorder holds the records; the names go out now (a dump's records need them).
     if (names.empty() || write_records_locked({}, names, 0)) recorder->flight().add_records(records);
-  } else if (!write_records_locked(records, names, graph_records)) {
+    write_launches_locked(graph_correlations, false);
     return;
   }
-  write_launches_locked(graph_correlations, false);
+  if (!admit_records_locked(names.size() + records.size() * sizeof(WireRecord))) return;
+  std::string launches = launches_chunk_locked(graph_correlations, false);
+  if (discard_records) {
+    if (!launches.empty()) (void)writer.write(launches);
+    return;
+  }
+  records_written_ += records.size();
+  graph_records_ += graph_records;
+  // The chunks are made and written outside the state lock: the program's launch callbacks take that
+  // lock and must not wait for a megabyte to reach the disk. The file's lock is taken before the
+  // state lock is let go, so chunks keep the order of the state sections that made them.
+  auto file = t_signal_flush ? writer.try_lock() : writer.lock();
+  if (!file.owns_lock()) return;  // in a signal's flush, held by the interrupted code: dropped
+  state.unlock();
+  if (!names.empty()) (void)writer.write_locked(names);
+  if (!records.empty()) (void)writer.write_locked(tracefile::records_chunk(records));
+  if (!launches.empty()) (void)writer.write_locked(launches);
 }
 
-bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
-                                  std::uint64_t graph_records) {
+bool Tracer::admit_records_locked(std::uint64_t bytes) {
   if (limit_reached.load()) return false;
-  const std::uint64_t bytes = names.size() + records.size() * sizeof(WireRecord);
   if (record_bytes_ + bytes > max_record_bytes) {
     // Bounded always: past the limit nothing more is recorded, the note says where it stopped, and
     // the flush thread switches CUPTI's activity off so the program runs at its own speed.
@@ -113,6 +128,13 @@ bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const 
     quiet.store(true);
     return false;
   }
+  record_bytes_ += bytes;
+  return true;
+}
+
+bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
+                                  std::uint64_t graph_records) {
+  if (!admit_records_locked(names.size() + records.size() * sizeof(WireRecord))) return false;
   if (discard_records) return true;
   {
     auto file = writer.lock();
@@ -122,7 +144,6 @@ bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const 
       graph_records_ += graph_records;
     }
   }
-  record_bytes_ += bytes;
   return true;
 }
 
@@ -146,6 +167,12 @@ void Tracer::dump_flight_locked(const std::string& why) {
 }
 
 void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush) {
+  if (const std::string chunk = launches_chunk_locked(graph_correlations, final_flush); !chunk.empty())
+    (void)writer.write(chunk);
+}
+
+std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t>& graph_correlations,
+                                          bool final_flush) {
   // The choice matters only for a runtime launch whose driver call had an id of its own.
   const auto ambiguous = [](const PendingLaunch& p) {
     return p.runtime_correlation != 0 && p.driver_correlation != 0 && p.runtime_correlation != p.driver_correlation;
@@ -165,8 +192,8 @@ void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& grap
   }
   if (carried_ == CarriedId::unknown && !final_flush && undecided_.size() < kMaxUndecidedLaunches &&
       std::any_of(undecided_.begin(), undecided_.end(), ambiguous))
-    return;
-  if (undecided_.empty()) return;
+    return {};
+  if (undecided_.empty()) return {};
   std::vector<WireLaunch> out;
   out.reserve(undecided_.size());
   for (PendingLaunch& p : undecided_) {
@@ -178,9 +205,9 @@ void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& grap
   undecided_.clear();
   if (recorder != nullptr && recorder->keeps_last()) {
     for (const WireLaunch& w : out) recorder->flight().add_launch(w);
-    return;
+    return {};
   }
-  (void)writer.write(tracefile::launches_chunk(out));
+  return tracefile::launches_chunk(out);
 }
 
 void Tracer::on_context_created(CUcontext context) {
@@ -433,6 +460,11 @@ void Tracer::finish() noexcept {
       // Under the state lock, so no buffer being written lands after the footer.
       const std::lock_guard state(state_mutex_);
       write_launches_locked({}, true);
+      if (recorder != nullptr && recorder->options().range == recording::RangeTrigger::nvtx && nvtx::calls_seen() == 0)
+        note(nvtx::installed()
+                 ? "--nvtx-range: the program opened no NVTX range, so the window never opened"
+                 : "--nvtx-range: the program's NVTX never reached tpgraph (no NVTX call, or NVTX_INJECTION64_PATH "
+                   "names another tool), so the window never opened");
       if (recorder != nullptr) {
         dump_flight_locked("exit");
         (void)writer.write(recorder->take_event_chunks());

@@ -114,6 +114,10 @@ class Tracer {
  private:
   std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
   void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
+  // The launches chunk write_launches_locked writes (empty when there is none to write yet).
+  std::string launches_chunk_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
+  // Counts `bytes` of records against --max-file-size: false once the limit is reached (noted once).
+  bool admit_records_locked(std::uint64_t bytes);
   // Writes what the flight recorder holds, and a dump event naming `why`.
   void dump_flight_locked(const std::string& why);
   // Records (and the names before them) within max_record_bytes; false once the limit is reached.
