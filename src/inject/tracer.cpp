@@ -21,6 +21,17 @@ Tracer* g_tracer = nullptr;
 namespace {
 thread_local ThreadLaunch t_launch;
 thread_local std::vector<GraphCloneSeen> t_clones;
+// What this thread's last launch looked up: a program replays the same graphs on the same context,
+// so a launch's entry takes neither a CUPTI call nor the state lock while no exec or context changed.
+struct LaunchCache {
+  CUcontext context = nullptr;
+  std::uint32_t device = 0;
+  CUgraphExec exec = nullptr;
+  std::uint64_t generation = ~std::uint64_t{0};  // execs_generation_ when looked up
+  std::uint32_t number = 0;
+  std::uint32_t version = 0;
+};
+thread_local LaunchCache t_cache;
 }  // namespace
 
 thread_local bool t_signal_flush = false;
@@ -251,6 +262,7 @@ void Tracer::on_context_created(CUcontext context) {
 void Tracer::on_context_destroyed(CUcontext context) {
   const std::lock_guard state(state_mutex_);
   std::erase(contexts_, context);
+  execs_generation_.fetch_add(1, std::memory_order_release);  // a later context may reuse its address
 }
 
 void Tracer::on_graph_node_cloned(const CUpti_GraphData& data) {
@@ -293,6 +305,7 @@ void Tracer::write_graph_locked(ExecState& state, const Topology& topology,
          ": its topology could not be read (" + error + "); its records are kept without one");
   }
   state.clones = std::move(clones);
+  execs_generation_.fetch_add(1, std::memory_order_release);  // launches look the exec up again
   state.index_of_id = topology.index_of_id;
   state.nodes = topology.nodes;
   state.edges = topology.edges;
@@ -391,16 +404,24 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
       t.pending.driver_correlation = data.correlationId;
     }
     t.pending.launch.host_start_ns = now_ns();
-    std::uint32_t device = 0;
-    if (data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS)
-      t.pending.launch.device = device;
-    {
-      const std::lock_guard state(state_mutex_);
-      if (const auto it = execs_.find(exec); it != execs_.end()) {
-        t.pending.launch.exec = it->second.number;
-        t.pending.launch.version = it->second.version;
-      }
+    LaunchCache& c = t_cache;
+    const std::uint64_t generation = execs_generation_.load(std::memory_order_acquire);
+    if (data.context != c.context || generation != c.generation) {
+      std::uint32_t device = 0;
+      c.context = data.context;
+      c.device = data.context != nullptr && cuptiGetDeviceId(data.context, &device) == CUPTI_SUCCESS ? device : 0;
     }
+    t.pending.launch.device = c.device;
+    if (exec != c.exec || generation != c.generation) {
+      const std::lock_guard state(state_mutex_);
+      const auto it = execs_.find(exec);
+      c.exec = exec;
+      c.generation = execs_generation_.load(std::memory_order_relaxed);
+      c.number = it != execs_.end() ? it->second.number : 0;
+      c.version = it != execs_.end() ? it->second.version : 0;
+    }
+    t.pending.launch.exec = c.number;
+    t.pending.launch.version = c.version;
     if (recorder != nullptr) {
       // Decided before the launch is submitted: the activity must be on while it is.
       t.pending.record = recorder->launch_enter(t.pending.launch.exec, t.pending.launch.host_start_ns);

@@ -143,6 +143,10 @@ class Tracer {
   void write_graph_locked(ExecState& state, const Topology& topology,
                           std::vector<std::pair<std::uint64_t, int>> clones);
   std::unordered_map<CUgraphExec, ExecState> execs_;
+  // Changes whenever an exec is written (created, updated, a new version) or a context is destroyed:
+  // threads' cached lookups (exec number and version, context device) are stale once it moved.
+  // Written under the state lock, read without it.
+  std::atomic<std::uint64_t> execs_generation_{0};
   std::uint32_t next_exec_ = 1;
   std::unordered_set<std::uint32_t> devices_written_;
   std::vector<CUcontext> contexts_;
