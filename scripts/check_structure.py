@@ -24,8 +24,6 @@ ROOMS = {"report": 6, "analysis": 5, "records": 4, "model": 3, "numerics": 2, "b
 
 # path or path:function -> lines it had; may shrink, never grow. Empty it as the code is split.
 OVERSIZE = {
-    "src/core/analysis/timeline.cpp": 753,
-    "src/core/analysis/timeline.cpp:analyze_variant": 325,
     "src/kernels/gemm_mma.cu:mma_block": 157,
     "src/kernels/gemm_wgmma.cu:wgmma_block": 217,
 }

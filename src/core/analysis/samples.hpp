@@ -1,6 +1,7 @@
-// Private to the timeline analysis (timeline.cpp, samples.cpp): one node in one replay as the
-// summaries over replays need it, how records are placed into these samples, and the summaries that
-// only traced graphs have (conditional bodies, graphs without topology).
+// Private to the timeline analysis (timeline.cpp, samples.cpp, timeline_summary.cpp): one node in
+// one replay as the summaries over replays need it, how records are placed into these samples, the
+// summaries that only traced graphs have (conditional bodies, graphs without topology), and the
+// summaries over replays that every variant has (ranks, waits, outliers, steadiness, critical path).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -63,5 +64,26 @@ using PathTimes = std::map<int, std::pair<std::vector<double>, std::vector<doubl
 // VariantTimeline::series from the samples (waits and their parts filled in) and the path times.
 [[nodiscard]] std::vector<NodeSeries> node_series(const std::vector<Sample>& samples, std::size_t node_count,
                                                   const std::vector<ReplayTimeline>& replays, const PathTimes& on_path);
+
+// The summaries over replays, in this order once every replay is analysed (timeline_summary.cpp):
+// each reads what the ones before it filled in.
+// Per rank its span, offset and event-span cross-check; the window, busy and deciding overlaps, the
+// verdicts they give and which overlap decides (VariantTimeline::basis).
+void summarize_ranks(VariantTimeline& out);
+// Per recorded node its wait and the wait's parts, largest median wait first (waits, wait_index);
+// each node's typical breakdown is filled in once its replay has full detail. Returns each node's
+// median start offset in its replay, [node], which the outliers compare against.
+[[nodiscard]] std::vector<double> summarize_waits(const VariantRun& v, const std::vector<Sample>& samples,
+                                                  VariantTimeline& out);
+// The spans, the outlier allowance, and the replays whose span or verdict departs from the rest,
+// each with the node whose wait exceeded its median wait most and the one that ran longest beyond
+// its median duration.
+void find_outliers(const std::vector<Sample>& samples, const std::vector<double>& median_offset, VariantTimeline& out);
+// Whether the first and last quarter of the present replays agree on span and verdict.
+[[nodiscard]] Steadiness steadiness_of(const VariantTimeline& out);
+// Each node's time on the critical path over the present replays, the replay whose path is shown,
+// and the node whose speed-up would shorten the span most.
+[[nodiscard]] CriticalPathSummary summarize_critical_path(const VariantRun& v, const PathTimes& on_path,
+                                                          const std::vector<ReplayTimeline>& replays);
 
 }  // namespace tpgraph::timeline_detail

@@ -3,16 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
-#include <queue>
 #include <set>
-#include <tuple>
 
 #include "core/analysis/device_timeline.hpp"
 #include "core/analysis/samples.hpp"
-#include "core/analysis/steady.hpp"
 #include "core/analysis/wait_walk.hpp"
 #include "core/base/error.hpp"
 #include "core/base/stats.hpp"
@@ -23,7 +19,6 @@ using timeline_detail::critical_path;
 using timeline_detail::DeviceTimeline;
 using timeline_detail::ns_to_us;
 using timeline_detail::Sample;
-using timeline_detail::Segment;
 using timeline_detail::split_wait;
 using timeline_detail::Work;
 
@@ -45,20 +40,6 @@ std::vector<int> topological_order(const LayerGraph& g, const std::vector<std::v
   if (order.size() != n)
     throw InputError(fmt::format("the layer graph has a cycle ({} of {} nodes ordered)", order.size(), n));
   return order;
-}
-
-int most_common(const std::vector<int>& values) {
-  std::map<int, int> counts;
-  for (const int v : values) ++counts[v];
-  int best = -1;
-  int best_count = 0;
-  for (const auto& [v, c] : counts) {
-    if (c > best_count) {
-      best = v;
-      best_count = c;
-    }
-  }
-  return best;
 }
 
 }  // namespace
@@ -205,8 +186,6 @@ bool RunAnalysis::collection_clean() const {
 }
 
 namespace {
-
-double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
 
 // Computes one replay: its nodes' timings and waits, its windows, overlaps and verdict, and its
 // critical path. Pure in the variant's records: computing a replay twice gives the same result.
@@ -418,22 +397,9 @@ class ReplayAnalyzer {
   [[nodiscard]] std::uint64_t contention_ns(std::size_t n) const { return contention_ns_[n]; }
 };
 
-}  // namespace
-
-const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
-  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
-  const int i = wait_index[static_cast<std::size_t>(node)];
-  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
-}
-
-bool VariantTimeline::has_detail(int replay) const {
-  return replay >= 0 && static_cast<std::size_t>(replay) < timings.size() &&
-         !timings[static_cast<std::size_t>(replay)].empty();
-}
-
-VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& options) {
+// The variant's shape: its name, ranks, layers, each rank's GPU, and how many replays it has.
+VariantTimeline variant_shape(const VariantRun& v) {
   const LayerGraph& g = v.graph;
-  const std::size_t node_count = g.nodes.size();
   VariantTimeline out;
   out.name = v.scenario.name;
   out.ranks = std::max(g.ranks, 1);
@@ -446,43 +412,46 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     if (d < 0) d = n.device;
   }
   for (auto& d : out.rank_device) d = std::max(d, 0);
-
   int replays = v.scenario.replays;
   if (replays <= 0) {
     for (const auto& a : v.records) replays = std::max(replays, a.replay + 1);
   }
   out.replay_count = replays;
-  const auto R = static_cast<std::size_t>(out.ranks);
-  const auto N = static_cast<std::size_t>(replays);
+  return out;
+}
 
-  // Every timestamped record on its GPU's timeline: what occupied the GPU while a node waited.
-  std::map<int, DeviceTimeline> devices;
-  {
-    std::map<int, std::vector<Work>> work;
-    for (const auto& a : v.records) {
-      if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
-      const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < node_count;
-      const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
-      work[device].push_back(
-          Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
-    }
-    if (v.outside)  // other processes' work on this variant's GPUs: named, never a node here
-      for (const auto& o : *v.outside)
-        if (o.end_ns > o.start_ns && work.count(o.device) > 0 &&
-            std::find(v.own_processes.begin(), v.own_processes.end(), o.process) == v.own_processes.end())
-          work[o.device].push_back(Work{o.start_ns, o.end_ns, -2 - o.label, -1});
-    for (auto& [device, w] : work) {
-      devices[device].build(std::move(w));
-      w = {};
-    }
+// Every timestamped record on its GPU's timeline, with other processes' work on the same GPUs:
+// what occupied a GPU while a node waited.
+std::map<int, DeviceTimeline> device_timelines(const VariantRun& v, int replays) {
+  const LayerGraph& g = v.graph;
+  std::map<int, std::vector<Work>> work;
+  for (const auto& a : v.records) {
+    if (a.start_ns == 0 || a.end_ns <= a.start_ns) continue;
+    const bool matched = a.node >= 0 && static_cast<std::size_t>(a.node) < g.nodes.size();
+    const int device = matched ? g.nodes[static_cast<std::size_t>(a.node)].device : a.device;
+    work[device].push_back(
+        Work{a.start_ns, a.end_ns, matched ? a.node : -1, a.replay >= 0 && a.replay < replays ? a.replay : -1});
   }
+  if (v.outside)  // other processes' work on this variant's GPUs: named, never a node here
+    for (const auto& o : *v.outside)
+      if (o.end_ns > o.start_ns && work.count(o.device) > 0 &&
+          std::find(v.own_processes.begin(), v.own_processes.end(), o.process) == v.own_processes.end())
+        work[o.device].push_back(Work{o.start_ns, o.end_ns, -2 - o.label, -1});
+  std::map<int, DeviceTimeline> devices;
+  for (auto& [device, w] : work) {
+    devices[device].build(std::move(w));
+    w = {};
+  }
+  return devices;
+}
 
-  // Every record in its (replay, node) slot, counting what does not fit.
-  out.health.collected = v.health;
-  std::vector<Sample> samples = timeline_detail::place_records(v, N, out.health);
-  // Every replay once: its windows and verdict kept, its nodes' waits into the samples, its
-  // critical path into each node's time on it. Node timings and paths stay for the first replays.
-  const ReplayAnalyzer analyzer(v, out, samples, devices);
+// Every replay once: its windows and verdict kept, its nodes' waits into the samples, its critical
+// path into each node's time on it (returned). Node timings and paths stay for the first replays.
+timeline_detail::PathTimes analyze_replays(const VariantRun& v, const AnalysisOptions& options,
+                                           const ReplayAnalyzer& analyzer, std::vector<Sample>& samples,
+                                           VariantTimeline& out) {
+  const std::size_t node_count = v.graph.nodes.size();
+  const auto N = static_cast<std::size_t>(out.replay_count);
   const std::size_t detail =
       options.detail_replays < 0 ? N : std::min(N, static_cast<std::size_t>(options.detail_replays));
   out.timings.resize(N);
@@ -516,224 +485,83 @@ VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& opti
     if (r < detail) {
       out.timings[r] = nodes;
     } else {
-      rt.critical_path.clear();  // kept only for the replays the outputs name (below)
+      rt.critical_path.clear();  // kept only for the replays the outputs name (add_named_detail)
       rt.critical_path.shrink_to_fit();
     }
   }
+  return on_path;
+}
 
-  // Summaries over replays.
-  out.rank_summaries.resize(R);
-  out.overlap_vs_root.resize(R);
-  std::vector<double> overlaps;
-  for (std::size_t k = 0; k < R; ++k) {
-    RankSummary& s = out.rank_summaries[k];
-    s.rank = static_cast<int>(k);
-    s.device = out.rank_device[k];
-    std::vector<double> span, offset, event, ratio, diff, vs_root;
-    for (const auto& rt : out.replays) {
-      const RankReplay& w = rt.ranks[k];
-      if (rt.overlap_vs_root[k]) vs_root.push_back(*rt.overlap_vs_root[k]);
-      if (w.event_span_us) event.push_back(*w.event_span_us);
-      if (!w.present) continue;
-      span.push_back(w.span_us);
-      offset.push_back(w.offset_us);
-      if (w.event_span_us && *w.event_span_us > 0) {
-        ratio.push_back(w.span_us / *w.event_span_us);
-        diff.push_back(*w.event_span_us - w.span_us);
-      }
-    }
-    s.span_us = summarize(span);
-    s.offset_us = summarize(offset);
-    s.event_span_us = summarize(event);
-    s.cupti_over_event = summarize(ratio);
-    s.event_minus_cupti_us = summarize(diff);
-    s.event_mismatch = s.cupti_over_event.count > 0 && std::abs(s.cupti_over_event.median - 1.0) > kEventSpanTolerance;
-    out.overlap_vs_root[k] = summarize(vs_root);
+// Full detail (node timings with occupants, and the critical path) for the replays the outputs
+// name: the median-span one, each outlier, each node's median-wait one and the one asked for; then
+// each node's typical wait breakdown from its median-wait replay.
+void add_named_detail(const VariantRun& v, const AnalysisOptions& options, const ReplayAnalyzer& analyzer,
+                      VariantTimeline& out) {
+  std::set<int> needed{out.critical_path.typical_replay};
+  for (const auto& o : out.outliers) needed.insert(o.replay);
+  for (const auto& w : out.waits) needed.insert(w.typical_replay);
+  if (options.replay && *options.replay >= 0 && *options.replay < out.replay_count) needed.insert(*options.replay);
+  std::vector<NodeTiming> nodes;
+  ReplayTimeline scratch;
+  for (const int r : needed) {
+    if (r < 0 || out.has_detail(r)) continue;
+    const auto ri = static_cast<std::size_t>(r);
+    analyzer.analyze(ri, nodes, scratch, v.topology_error.empty(), true);
+    out.timings[ri] = nodes;
+    out.replays[ri].critical_path = std::move(scratch.critical_path);
   }
-  for (const auto& rt : out.replays)
-    if (rt.overlap) overlaps.push_back(*rt.overlap);
-  out.overlap = summarize(overlaps);
-  std::vector<double> busy_overlaps;
-  for (const auto& rt : out.replays)
-    if (rt.busy_overlap) busy_overlaps.push_back(*rt.busy_overlap);
-  out.busy_overlap = summarize(busy_overlaps);
-  std::vector<double> deciding;
-  for (const auto& rt : out.replays)
-    if (rt.verdict_overlap) deciding.push_back(*rt.verdict_overlap);
-  out.verdict_overlap = summarize(deciding);
-  const auto median_or_none = [](const Stats& st) {
-    return st.count > 0 ? std::optional<double>(st.median) : std::nullopt;
-  };
-  out.verdict = verdict_of(median_or_none(out.verdict_overlap), out.ranks);
-  out.window_verdict = verdict_of(median_or_none(out.overlap), out.ranks);
-  out.busy_verdict = verdict_of(median_or_none(out.busy_overlap), out.ranks);
-  {
-    std::size_t on_root_gpu = 0;
-    for (std::size_t k = 1; k < R; ++k) on_root_gpu += out.rank_device[k] == out.rank_device[0] ? 1 : 0;
-    out.basis = on_root_gpu == 0       ? OverlapBasis::window
-                : on_root_gpu + 1 == R ? OverlapBasis::busy
-                                       : OverlapBasis::mixed;
+  for (auto& w : out.waits) {
+    const NodeTiming& typical =
+        out.timings[static_cast<std::size_t>(w.typical_replay)][static_cast<std::size_t>(w.node)];
+    w.typical_wait_us = typical.wait_us;
+    w.typical = typical.parts;
   }
+}
 
-  // Waits per node: each part over replays; the median replay's breakdown is filled in below.
-  out.wait_index.assign(node_count, -1);
-  std::vector<double> median_offset(node_count, 0);
-  for (std::size_t n = 0; n < node_count; ++n) {
-    std::vector<double> waits, durations, contention, idle, arrival, offsets;
-    std::vector<int> from;
-    std::vector<std::pair<double, int>> by_wait;
-    for (std::size_t r = 0; r < N; ++r) {
-      const Sample& s = samples[r * node_count + n];
-      if (!s.recorded()) continue;
-      waits.push_back(s.wait_us());
-      from.push_back(s.ready_from);
-      durations.push_back(s.duration_us());
-      contention.push_back(s.contention_us());
-      idle.push_back(s.idle_us());
-      arrival.push_back(s.arrival_us);
-      offsets.push_back(ns_to_us(s.start_ns, out.replays[r].begin_ns));
-      by_wait.emplace_back(s.wait_us(), static_cast<int>(r));
-    }
-    if (waits.empty() || !v.topology_error.empty()) continue;
-    NodeWaitSummary w;
-    w.node = static_cast<int>(n);
-    w.wait_us = summarize(waits);
-    w.ready_from = most_common(from);
-    w.duration_us = summarize(durations);
-    w.contention_us = summarize(contention);
-    w.idle_us = summarize(idle);
-    w.arrival_us = summarize(arrival);
-    std::sort(by_wait.begin(), by_wait.end());
-    w.typical_replay = by_wait[(by_wait.size() - 1) / 2].second;
-    median_offset[n] = median_of(offsets);
-    out.waits.push_back(std::move(w));
-  }
-  std::stable_sort(out.waits.begin(), out.waits.end(), [](const NodeWaitSummary& a, const NodeWaitSummary& b) {
-    return a.wait_us.median > b.wait_us.median;
-  });
-  for (std::size_t i = 0; i < out.waits.size(); ++i)
-    out.wait_index[static_cast<std::size_t>(out.waits[i].node)] = static_cast<int>(i);
-
-  // Spans, outliers and steadiness.
-  std::vector<double> spans;
-  for (const auto& rt : out.replays)
-    if (rt.present) spans.push_back(rt.span_us);
-  out.span_us = summarize(spans);
-  {
-    out.span_mad_us = stats::mad(spans);
-    out.outlier_threshold_us = std::max(kOutlierMads * out.span_mad_us, kOutlierFraction * out.span_us.median);
-  }
-  const bool compare_verdicts = out.ranks >= 2;
-  for (const auto& rt : out.replays) {
-    if (!rt.present) continue;
-    OutlierReplay o;
-    o.replay = rt.replay;
-    o.span_us = rt.span_us;
-    o.verdict = rt.verdict;
-    o.span_departs = std::abs(rt.span_us - out.span_us.median) > out.outlier_threshold_us;
-    o.verdict_departs = compare_verdicts && rt.verdict != out.verdict;
-    if (!o.span_departs && !o.verdict_departs) continue;
-    for (std::size_t n = 0; n < node_count; ++n) {
-      const Sample& s = samples[static_cast<std::size_t>(rt.replay) * node_count + n];
-      const NodeWaitSummary* w = out.wait_of(static_cast<int>(n));
-      if (!s.recorded() || w == nullptr) continue;
-      const double excess = s.wait_us() - w->wait_us.median;
-      if (o.late_node < 0 || excess > o.excess_wait_us) {
-        o.late_node = static_cast<int>(n);
-        o.excess_wait_us = excess;
-        o.late_by_us = ns_to_us(s.start_ns, rt.begin_ns) - median_offset[n];
-      }
-      const double slower = s.duration_us() - w->duration_us.median;
-      if (o.slow_node < 0 || slower > o.slow_by_us) {
-        o.slow_node = static_cast<int>(n);
-        o.slow_by_us = slower;
-      }
-    }
-    out.outliers.push_back(o);
-  }
-  {
-    std::vector<const ReplayTimeline*> shown;
-    for (const auto& rt : out.replays)
-      if (rt.present) shown.push_back(&rt);
-    Steadiness& st = out.steadiness;
-    const SpanDrift drift = span_drift(spans);  // the spans of the replays shown, in order
-    st.known = drift.known;
-    if (st.known) {
-      st.quarter = drift.quarter;
-      const auto quarter_verdict = [&](std::size_t from) {
-        std::vector<double> q_overlap;
-        for (std::size_t i = from; i < from + static_cast<std::size_t>(st.quarter); ++i)
-          if (shown[i]->verdict_overlap) q_overlap.push_back(*shown[i]->verdict_overlap);
-        return verdict_of(q_overlap.empty() ? std::nullopt : std::optional<double>(median_of(q_overlap)), out.ranks);
-      };
-      st.first_span_us = drift.first_us;
-      st.last_span_us = drift.last_us;
-      st.first_verdict = quarter_verdict(0);
-      st.last_verdict = quarter_verdict(shown.size() - static_cast<std::size_t>(st.quarter));
-      st.threshold_us = drift.allowance_us;
-      st.steady = drift.steady() && st.first_verdict == st.last_verdict;
-    }
-  }
-
-  if (options.keep_series) out.series = timeline_detail::node_series(samples, node_count, out.replays, on_path);
-  // The critical path over replays: each node's time on it (0 where it is off the path).
-  {
-    CriticalPathSummary& cp = out.critical_path;
-    std::vector<std::pair<double, int>> by_span;
-    for (const auto& rt : out.replays)
-      if (rt.present) by_span.emplace_back(rt.span_us, rt.replay);
-    std::sort(by_span.begin(), by_span.end());
-    if (!by_span.empty() && v.topology_error.empty()) cp.typical_replay = by_span[(by_span.size() - 1) / 2].second;
-    for (auto& [node, times] : on_path) {
-      auto& [ran, waited] = times;
-      PathNodeSummary p;
-      p.node = node;
-      for (std::size_t i = 0; i < ran.size(); ++i) p.replays_on_path += ran[i] + waited[i] > 0 ? 1 : 0;
-      ran.resize(present, 0.0);
-      waited.resize(present, 0.0);
-      p.run_us = summarize(ran);
-      p.wait_us = summarize(waited);
-      cp.nodes.push_back(p);
-    }
-    std::stable_sort(cp.nodes.begin(), cp.nodes.end(), [](const PathNodeSummary& a, const PathNodeSummary& b) {
-      return a.run_us.median + a.wait_us.median > b.run_us.median + b.wait_us.median;
-    });
-    for (const auto& p : cp.nodes) {
-      if (p.run_us.median > cp.speedup_us) {
-        cp.speedup_us = p.run_us.median;
-        cp.speedup_node = p.node;
-      }
-    }
-  }
-
-  // Full detail (node timings with occupants, and the critical path) for the replays the outputs
-  // name: the median-span one, each outlier, each node's median-wait one and the one asked for.
-  {
-    std::set<int> needed{out.critical_path.typical_replay};
-    for (const auto& o : out.outliers) needed.insert(o.replay);
-    for (const auto& w : out.waits) needed.insert(w.typical_replay);
-    if (options.replay && *options.replay >= 0 && *options.replay < replays) needed.insert(*options.replay);
-    ReplayTimeline scratch;
-    for (const int r : needed) {
-      if (r < 0 || out.has_detail(r)) continue;
-      const auto ri = static_cast<std::size_t>(r);
-      analyzer.analyze(ri, nodes, scratch, v.topology_error.empty(), true);
-      out.timings[ri] = nodes;
-      out.replays[ri].critical_path = std::move(scratch.critical_path);
-    }
-    for (auto& w : out.waits) {
-      const NodeTiming& typical =
-          out.timings[static_cast<std::size_t>(w.typical_replay)][static_cast<std::size_t>(w.node)];
-      w.typical_wait_us = typical.wait_us;
-      w.typical = typical.parts;
-    }
-  }
-
+// Traced graphs' conditional nodes, a graph without topology's streams, and what launching and
+// tracing cost.
+void conditionals_streams_and_costs(const VariantRun& v, const std::vector<Sample>& samples, VariantTimeline& out) {
   out.no_topology = v.topology_error;
   out.conditionals = timeline_detail::summarize_conditionals(v, samples, out.replays);
-  if (!v.topology_error.empty()) out.stream_nodes = timeline_detail::summarize_streams(v, samples, N);
+  if (!v.topology_error.empty())
+    out.stream_nodes = timeline_detail::summarize_streams(v, samples, static_cast<std::size_t>(out.replay_count));
   out.host_launch_us = summarize(v.host_launch_us);
   if (v.replay_us_traced > 0 && v.replay_us_untraced > 0) out.tracing_cost = v.replay_us_traced / v.replay_us_untraced;
+}
+
+}  // namespace
+
+const NodeWaitSummary* VariantTimeline::wait_of(int node) const {
+  if (node < 0 || static_cast<std::size_t>(node) >= wait_index.size()) return nullptr;
+  const int i = wait_index[static_cast<std::size_t>(node)];
+  return i < 0 ? nullptr : &waits[static_cast<std::size_t>(i)];
+}
+
+bool VariantTimeline::has_detail(int replay) const {
+  return replay >= 0 && static_cast<std::size_t>(replay) < timings.size() &&
+         !timings[static_cast<std::size_t>(replay)].empty();
+}
+
+// The variant's analysis as steps in order; each fills in what the steps after it read.
+VariantTimeline analyze_variant(const VariantRun& v, const AnalysisOptions& options) {
+  VariantTimeline out = variant_shape(v);
+  const std::map<int, DeviceTimeline> devices = device_timelines(v, out.replay_count);
+  // Every record in its (replay, node) slot, counting what does not fit.
+  out.health.collected = v.health;
+  std::vector<Sample> samples =
+      timeline_detail::place_records(v, static_cast<std::size_t>(out.replay_count), out.health);
+  const ReplayAnalyzer analyzer(v, out, samples, devices);
+  const timeline_detail::PathTimes on_path = analyze_replays(v, options, analyzer, samples, out);
+  // Summaries over replays (timeline_summary.cpp), each reading those before it.
+  timeline_detail::summarize_ranks(out);
+  const std::vector<double> median_offset = timeline_detail::summarize_waits(v, samples, out);
+  timeline_detail::find_outliers(samples, median_offset, out);
+  out.steadiness = timeline_detail::steadiness_of(out);
+  if (options.keep_series)
+    out.series = timeline_detail::node_series(samples, v.graph.nodes.size(), out.replays, on_path);
+  out.critical_path = timeline_detail::summarize_critical_path(v, on_path, out.replays);
+  add_named_detail(v, options, analyzer, out);
+  conditionals_streams_and_costs(v, samples, out);
   return out;
 }
 
