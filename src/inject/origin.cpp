@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/records/capture_site.hpp"
+#include "inject/elf_symbols.hpp"
 #include "inject/nvtx_ranges.hpp"
 #include "inject/topology.hpp"  // demangle
 
@@ -120,6 +122,19 @@ void python_frames(std::vector<recording::Frame>& out) {
   py.restore(held);
 }
 
+// The path to open for an object dladdr named: the main program is named as it was started (a
+// relative path, wrong once the program changed directory): /proc/self/exe is the same file.
+std::string readable_path(const std::string& object) {
+  if (::access(object.c_str(), R_OK) == 0) return object;
+  static const std::string self = [] {
+    std::array<char, 4096> link{};
+    const ssize_t n = ::readlink("/proc/self/exe", link.data(), link.size() - 1);
+    return n > 0 ? std::string(link.data(), static_cast<std::size_t>(n)) : std::string();
+  }();
+  const auto base = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+  return !self.empty() && base(self) == base(object) ? std::string("/proc/self/exe") : object;
+}
+
 void native_frames(std::vector<recording::Frame>& out) {
   std::array<void*, kNativeFrames> addresses{};
   const int n = backtrace(addresses.data(), kNativeFrames);
@@ -128,8 +143,17 @@ void native_frames(std::vector<recording::Frame>& out) {
     if (dladdr(addresses[static_cast<std::size_t>(i)], &info) == 0) continue;
     recording::Frame f;
     f.object = info.dli_fname != nullptr ? info.dli_fname : "";
+    const auto address = reinterpret_cast<std::uintptr_t>(addresses[static_cast<std::size_t>(i)]);
+    // A return address: the call lies just before it (the last call of a function would otherwise
+    // name the next one).
+    const std::string local =
+        info.dli_sname == nullptr && info.dli_fbase != nullptr && !f.object.empty()
+            ? function_name_at(readable_path(f.object), address - 1, reinterpret_cast<std::uintptr_t>(info.dli_fbase))
+            : std::string();
     if (info.dli_sname != nullptr) {
       f.symbol = demangle(info.dli_sname);
+    } else if (!local.empty()) {
+      f.symbol = demangle(local.c_str());
     } else if (info.dli_fbase != nullptr) {
       char text[32];
       std::snprintf(text, sizeof text, "+0x%zx",
