@@ -92,7 +92,8 @@ log "the cost of tracing, itemised (TPGRAPH_INJECT_COST): per replay; divide by 
 # subscribe: CUPTI subscribed, nothing on; callbacks: tpgraph's callbacks, no activity; activity:
 # CUPTI's records, no callback; no-write: all but the file; full. "-driver": graph launches seen at
 # the driver's cuGraphLaunch only (TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver), no runtime callback.
-for mode in subscribe callbacks callbacks-driver activity no-write full full-driver; do
+# COST_MODES picks some of them.
+for mode in ${COST_MODES:-subscribe callbacks callbacks-driver activity no-write full full-driver}; do
   cost_env=(env TPGRAPH_INJECT_COST="${mode%-driver}")
   [[ $mode == full* ]] && cost_env=(env)
   [[ $mode == *-driver ]] && cost_env+=(TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver)

@@ -8,7 +8,7 @@
 # tracing (plain against traced, alternating). Results under $OUT: summary.log, and
 # trace-graphs.txz with every trace folder (record files and reports; analyze them again anywhere).
 # Parts, named as arguments (default all of them), so that each call fits a device call's limit:
-# programs, tools (run, check, bench), kill, overhead, tests.
+# programs, tools (run, check, bench), kill (SIGKILL and SIGTERM; term: SIGTERM alone), overhead, tests.
 set -uo pipefail
 parts=${*:-programs tools kill overhead tests}
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -90,6 +90,8 @@ for setting in default small forced noflush old; do
     rm -rf "$dir"
   done
 done
+fi
+if want kill || want term; then
 for at in 1 5; do  # SIGTERM (no handler in the program): the signal flush
   dir="$W/term-$at"
   # env execs the program, so $! is the program itself (a function run in the background would be a
