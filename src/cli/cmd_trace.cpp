@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -97,7 +98,8 @@ fs::path find_inject_library() {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find tpgraph's own path (/proc/self/exe) to locate the injection library");
+  if (ec)
+    throw std::system_error(ec, "cannot find tpgraph's own path (/proc/self/exe) to locate the injection library");
   const fs::path dir = self.parent_path();
   for (const fs::path& candidate : {dir / kInjectLibrary, dir / ".." / "lib" / kInjectLibrary}) {
     if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec);
@@ -178,7 +180,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   }
 
   const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child < 0) throw std::system_error(errno, std::generic_category(), "fork failed");
   if (child == 0) {
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
@@ -204,8 +206,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   g_child = child;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR)
-      throw std::runtime_error(fmt::format("waiting for the command failed: {}", std::strerror(errno)));
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waiting for the command failed");
   }
   g_child = 0;
   ::sigaction(SIGINT, &old_int, nullptr);
