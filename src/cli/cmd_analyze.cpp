@@ -30,7 +30,8 @@ struct AnalyzeOptions {
   bool no_timeline = false;
 };
 
-void analyze(const AnalyzeOptions& opts) {
+// 0, or kNotCleanExit for --strict and a trace that is not clean.
+int analyze(const AnalyzeOptions& opts) {
   OutputSelection selection;
   selection.trace = !opts.no_trace;
   selection.timeline = !opts.no_timeline;
@@ -42,8 +43,7 @@ void analyze(const AnalyzeOptions& opts) {
     bool clean = true;
     const std::size_t written = analyze_trace_folder(from, dir, merge, opts.replay, selection, nullptr, &clean);
     fmt::print("wrote {} files to {}\n", written, dir.string());
-    if (opts.strict && !clean) throw ExitRequest{kNotCleanExit};
-    return;
+    return opts.strict && !clean ? kNotCleanExit : 0;
   }
   const std::filesystem::path records = resolve_records_path(opts.run);
   const RunData run = load_raw_records(records);
@@ -57,11 +57,12 @@ void analyze(const AnalyzeOptions& opts) {
   const auto files = write_run_folder(run, analysis, dir, same_folder(dir, from), selection, records);
   fmt::print("{}\n", render_terminal_table(run, analysis));
   fmt::print("{}wrote {} files to {}\n", detail, files.size(), dir.string());
+  return 0;
 }
 
 }  // namespace
 
-void add_analyze_command(CLI::App& app) {
+Command add_analyze_command(CLI::App& app) {
   auto opts = std::make_shared<AnalyzeOptions>();
   auto* cmd = app.add_subcommand(
       "analyze", "recompute a run's report, trace, picture and DOT files from its records.json, without a GPU");
@@ -81,7 +82,7 @@ void add_analyze_command(CLI::App& app) {
                 "truncated file)");
   add_integer_flag(*cmd, "--replay", opts->replay, 0, kMaxReplays - 1,
                    "also print this replay (0-based) in full: every node's wait and why, the critical path");
-  cmd->callback([opts] { analyze(*opts); });
+  return {cmd, [opts] { return analyze(*opts); }};
 }
 
 }  // namespace tpgraph::cli

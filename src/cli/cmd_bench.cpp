@@ -94,7 +94,7 @@ bench::TokenFigures bench_tokens(const BenchArgs& args, const Geometry& g, const
   return bench::analyze_bench_tokens(measured, limits);
 }
 
-void run_bench(const BenchArgs& args) {
+int run_bench(const BenchArgs& args) {
   const std::vector<int> tokens = parse_tokens(args.tokens);
   const Layout layout = parse_layout(args.layout, "--layout");
   const std::uint64_t seed = parse_integer_flag<std::uint64_t>(args.seed, "--seed");  // bad input, GPU or not
@@ -124,11 +124,12 @@ void run_bench(const BenchArgs& args) {
                                             utc_now_iso8601()};
     write_file_atomically(*args.json, bench::bench_json(setup, results, provenance).dump(2) + "\n");
   }
+  return 0;
 }
 
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
+Command add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "one rank's kernel times against this GPU's measured limits (needs a GPU)");
   cmd->add_option("--tokens", args->tokens, "token counts, comma-separated")->capture_default_str();
@@ -143,7 +144,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--all-tiles", args->all_tiles, "also time the three GEMMs with every tile");
   cmd->add_flag("--no-limits", args->no_limits, "skip measuring the memory and tensor-core limits (for profilers)");
   cmd->add_option("--seed", args->seed, "seed of weights and inputs (0 .. 2^64-1)")->capture_default_str();
-  cmd->callback([args] { run_bench(*args); });
+  return {cmd, [args] { return run_bench(*args); }};
 }
 
 }  // namespace tpgraph::cli

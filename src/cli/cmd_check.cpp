@@ -21,7 +21,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -225,7 +224,8 @@ Arm batch_arm(cuda::ScenarioRunner& runner, const Scenario& layer_scenario) {
              {{"small_tokens", kSmall}, {"big_tokens", kBig}, {"differing", d}, {"guard", guard_json(guard)}}};
 }
 
-void run_check(const CheckArgs& args) {
+// 0 when every arm passes, kCheckFailedExit otherwise (every output written either way).
+int run_check(const CheckArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   // Every rank's weights and the routing are built on the host before the GPU is touched: a
   // geometry whose host side cannot fit is refused here, not by bad_alloc after minutes of work.
@@ -302,12 +302,13 @@ void run_check(const CheckArgs& args) {
     j["passed"] = ok;
     write_file_atomically(*args.json, j.dump(2) + "\n");
   }
-  if (!ok) throw std::runtime_error(fmt::format("check failed: {} of {} arms pass", passed, arms.size()));
+  if (!ok) return check_failed(fmt::format("check failed: {} of {} arms pass", passed, arms.size()));
+  return 0;
 }
 
 }  // namespace
 
-void add_check_command(CLI::App& app) {
+Command add_check_command(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   auto* cmd = app.add_subcommand("check", "kernels against the CPU reference, and determinism (needs a GPU)");
   cmd->add_option("scenario", args->scenario, "scenario name or file (default: baseline)");
@@ -316,7 +317,7 @@ void add_check_command(CLI::App& app) {
                    "tokens compared with the reference at large t");
   add_integer_flag(*cmd, "--repeats", args->repeats, 2, std::numeric_limits<int>::max(), "runs of the repeat arm");
   cmd->add_option("--json", args->json, "also write the verdicts and figures as JSON to this file");
-  cmd->callback([args] { run_check(*args); });
+  return {cmd, [args] { return run_check(*args); }};
 }
 
 }  // namespace tpgraph::cli

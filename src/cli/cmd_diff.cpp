@@ -120,9 +120,45 @@ void add_common(CLI::App& cmd, DiffArgs& args) {
                  "also write the diff as JSON (docs/diff.md) to this file; - for stdout instead of the table");
 }
 
+// diff exits 0 whatever it found: deciding is gate's.
+int run_diff(const DiffArgs& args) {
+  const Compared c = compare(args);
+  write_outputs(args, c);
+  if (args.json == "-") fmt::print("{}", render_diff_json(c.diff));
+  else if (args.md == "-") fmt::print("{}", render_diff_markdown(c.diff));
+  else fmt::print("{}", render_diff_text(c.diff));
+  return 0;
+}
+
+// 0 on a pass, kGateRegressionExit or kGateNotComparableExit.
+int run_gate(const DiffArgs& args) {
+  GateBudget budget;
+  budget.max_slowdown = parse_percent(args.max_slowdown, "--max-slowdown");
+  if (!args.max_span_slowdown.empty())
+    budget.max_span_slowdown = parse_percent(args.max_span_slowdown, "--max-span-slowdown");
+  // Fails closed: a run that is missing or cannot be read is not comparable, never a pass.
+  Compared c;
+  try {
+    c = compare(args);
+  } catch (const InputError& e) {
+    fmt::print("NOT COMPARABLE: {}\ngate: REFUSED: a run could not be read\n", e.what());
+    return kGateNotComparableExit;
+  }
+  const GateResult g = gate_runs(c.diff, budget);
+  write_outputs(args, c, &g);
+  if (args.json == "-") fmt::print("{}", render_diff_json(c.diff, &g));
+  else fmt::print("{}", render_gate_text(c.diff, g));
+  switch (g.outcome) {
+    case GateOutcome::pass: return 0;
+    case GateOutcome::regression: return kGateRegressionExit;
+    case GateOutcome::not_comparable: return kGateNotComparableExit;
+  }
+  return kGateNotComparableExit;  // not reached: every outcome is above
+}
+
 }  // namespace
 
-void add_diff_command(CLI::App& app) {
+Command add_diff_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd =
       app.add_subcommand("diff", "compare two runs or traces node by node: what changed, by how much, how sure");
@@ -131,16 +167,10 @@ void add_diff_command(CLI::App& app) {
                   "also write the diff as markdown (a pull-request comment); - for stdout instead of the table");
   cmd->add_option("--dot", args->dot,
                   "write <variant>.diff.dot per variant pair into this folder: B's graph coloured by change");
-  cmd->callback([args] {
-    const Compared c = compare(*args);
-    write_outputs(*args, c);
-    if (args->json == "-") fmt::print("{}", render_diff_json(c.diff));
-    else if (args->md == "-") fmt::print("{}", render_diff_markdown(c.diff));
-    else fmt::print("{}", render_diff_text(c.diff));
-  });
+  return {cmd, [args] { return run_diff(*args); }};
 }
 
-void add_gate_command(CLI::App& app) {
+Command add_gate_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   auto* cmd = app.add_subcommand(
       "gate", "CI: exit 0 when B did not regress from A beyond the budget, 5 on a regression, 6 when not comparable");
@@ -148,29 +178,7 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--max-slowdown", args->max_slowdown, "budget of a node's duration and the launch cost (default 3%)");
   cmd->add_option("--max-span-slowdown", args->max_span_slowdown,
                   "budget of the rank and replay spans (default: --max-slowdown)");
-  cmd->callback([args] {
-    GateBudget budget;
-    budget.max_slowdown = parse_percent(args->max_slowdown, "--max-slowdown");
-    if (!args->max_span_slowdown.empty())
-      budget.max_span_slowdown = parse_percent(args->max_span_slowdown, "--max-span-slowdown");
-    // Fails closed: a run that is missing or cannot be read is not comparable, never a pass.
-    Compared c;
-    try {
-      c = compare(*args);
-    } catch (const InputError& e) {
-      fmt::print("NOT COMPARABLE: {}\ngate: REFUSED: a run could not be read\n", e.what());
-      throw ExitRequest{kGateNotComparableExit};
-    }
-    const GateResult g = gate_runs(c.diff, budget);
-    write_outputs(*args, c, &g);
-    if (args->json == "-") fmt::print("{}", render_diff_json(c.diff, &g));
-    else fmt::print("{}", render_gate_text(c.diff, g));
-    switch (g.outcome) {
-      case GateOutcome::pass: return;
-      case GateOutcome::regression: throw ExitRequest{kGateRegressionExit};
-      case GateOutcome::not_comparable: throw ExitRequest{kGateNotComparableExit};
-    }
-  });
+  return {cmd, [args] { return run_gate(*args); }};
 }
 
 }  // namespace tpgraph::cli

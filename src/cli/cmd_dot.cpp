@@ -23,12 +23,12 @@ struct DotArgs {
   bool captured = false;
 };
 
-void run_dot(const DotArgs& args) {
+int run_dot(const DotArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   if (args.captured) {
     if (args.output.empty()) throw InputError("dot --captured writes the driver's dump to a file: give -o FILE");
     write_captured_dot(s, args.output);
-    return;
+    return 0;
   }
   const ExpertCounts counts = count_expert_rows(s.geometry);
   const LayerGraph graph = build_layer_graph(s, counts.n_pairs, counts.n_active(), assumed_visible_devices(s));
@@ -38,11 +38,12 @@ void run_dot(const DotArgs& args) {
   } else {
     write_file_atomically(args.output, text);  // never a half-written FILE
   }
+  return 0;
 }
 
 }  // namespace
 
-void add_dot_command(CLI::App& app) {
+Command add_dot_command(CLI::App& app) {
   auto args = std::make_shared<DotArgs>();
   auto* cmd = app.add_subcommand("dot", "the layer graph as Graphviz DOT (no GPU); --captured: the driver's dump");
   add_scenario_argument(*cmd, args->scenario);
@@ -50,7 +51,7 @@ void add_dot_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "write to FILE instead of stdout");
   cmd->add_flag("--captured", args->captured,
                 "capture on the GPU and write the driver's verbose dump (cudaGraphDebugDotPrint); needs -o");
-  cmd->callback([args] { run_dot(*args); });
+  return {cmd, [args] { return run_dot(*args); }};
 }
 
 }  // namespace tpgraph::cli

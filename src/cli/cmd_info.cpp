@@ -20,7 +20,7 @@ namespace {
 
 std::string cupti_version_text(std::uint32_t v) { return v == 0 ? "unreadable" : std::to_string(v); }
 
-void print_info(bool as_json) {
+int print_info(bool as_json) {
   const cuda::CudaVersions versions = cuda::query_cuda_versions();
   const std::uint32_t cupti = cupti::Collector::cupti_version();
   const int count = cuda::visible_device_count();
@@ -49,7 +49,7 @@ void print_info(bool as_json) {
     }
     j["peer_access"] = peers.can_access;
     fmt::print("{}\n", j.dump(2));
-    return;
+    return 0;
   }
 
   std::string out;
@@ -77,15 +77,16 @@ void print_info(bool as_json) {
     }
   }
   fmt::print("{}", out);
+  return 0;
 }
 
 }  // namespace
 
-void add_info_command(CLI::App& app) {
+Command add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "GPUs (name, SMs, memory), peer-access matrix, driver/runtime/CUPTI versions");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "print the same as JSON");
-  cmd->callback([json] { print_info(*json); });
+  return {cmd, [json] { return print_info(*json); }};
 }
 
 }  // namespace tpgraph::cli

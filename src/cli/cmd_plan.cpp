@@ -194,7 +194,7 @@ void print_json(const Scenario& s, int visible, const RoutingStats& rs, const La
   (void)std::fwrite(text.data(), 1, text.size(), stdout);  // all of it, NULs too
 }
 
-void run_plan(const PlanArgs& args) {
+int run_plan(const PlanArgs& args) {
   const Scenario s = scenario_from(args.scenario, args.overrides);
   const int visible = assumed_visible_devices(s);
   const ExpertCounts counts = count_expert_rows(s.geometry);
@@ -202,17 +202,18 @@ void run_plan(const PlanArgs& args) {
   const LayerGraph graph = build_layer_graph(s, counts.n_pairs, counts.n_active(), visible);
   if (args.json) print_json(s, visible, rs, graph);
   else print_text(s, visible, rs, graph);
+  return 0;
 }
 
 }  // namespace
 
-void add_plan_command(CLI::App& app) {
+Command add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand("plan", "geometry, memory, routing and the layer graph of a scenario (no GPU)");
   add_scenario_argument(*cmd, args->scenario);
   add_scenario_options(*cmd, args->overrides);
   cmd->add_flag("--json", args->json, "print the plan as JSON");
-  cmd->callback([args] { run_plan(*args); });
+  return {cmd, [args] { return run_plan(*args); }};
 }
 
 }  // namespace tpgraph::cli

@@ -38,7 +38,9 @@ struct RunArgs {
   int check_tokens = 32;
 };
 
-void run_command(const RunArgs& args) {
+// 0 when every variant's output matches the CPU reference, kCheckFailedExit otherwise (the outputs
+// are written either way).
+int run_command(const RunArgs& args) {
   // Every scenario is resolved and checked against the GPUs before any GPU work: a bad name, flag,
   // device or size stops the run with nothing written.
   const std::vector<std::string> names = args.scenarios.empty() ? builtin_scenario_names() : args.scenarios;
@@ -107,14 +109,15 @@ void run_command(const RunArgs& args) {
     if (!v.output_check || !v.output_check->passed()) failed.push_back(v.scenario.name);
   }
   if (!failed.empty()) {
-    throw std::runtime_error(fmt::format("the layer output differs from the CPU reference in: {} (outputs written)",
-                                         fmt::join(failed, ", ")));
+    return check_failed(fmt::format("the layer output differs from the CPU reference in: {} (outputs written)",
+                                    fmt::join(failed, ", ")));
   }
+  return 0;
 }
 
 }  // namespace
 
-void add_run_command(CLI::App& app) {
+Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand(
       "run",
@@ -126,7 +129,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-trace", args->no_trace, "no CUPTI: event spans and host times only");
   add_integer_flag(*cmd, "--check-tokens", args->check_tokens, 2, std::numeric_limits<int>::max(),
                    "tokens the output check compares");
-  cmd->callback([args] { run_command(*args); });
+  return {cmd, [args] { return run_command(*args); }};
 }
 
 }  // namespace tpgraph::cli

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -97,7 +98,8 @@ fs::path find_inject_library() {
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw std::runtime_error("cannot find tpgraph's own path (/proc/self/exe) to locate the injection library");
+  if (ec)
+    throw std::system_error(ec, "cannot find tpgraph's own path (/proc/self/exe) to locate the injection library");
   const fs::path dir = self.parent_path();
   for (const fs::path& candidate : {dir / kInjectLibrary, dir / ".." / "lib" / kInjectLibrary}) {
     if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec);
@@ -178,7 +180,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   }
 
   const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child < 0) throw std::system_error(errno, std::generic_category(), "fork failed");
   if (child == 0) {
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
@@ -204,8 +206,7 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
   g_child = child;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR)
-      throw std::runtime_error(fmt::format("waiting for the command failed: {}", std::strerror(errno)));
+    if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "waiting for the command failed");
   }
   g_child = 0;
   ::sigaction(SIGINT, &old_int, nullptr);
@@ -252,6 +253,40 @@ FolderLock lock_trace_folder(const fs::path& dir, bool from_flag) {
   return lock;
 }
 
+// The command's own exit code (docs/cli.md): 127 or 126 when it cannot be run, kNotCleanExit for
+// --strict, and 2 (or the command's failure) when its records cannot be analysed.
+int run_trace(const TraceOptions& opts) {
+  TraceMergeOptions merge = merge_options(opts.assume_synced, opts.align_collectives);
+  merge.ranks_together = opts.ranks_together;
+  const auto recording_env = recording_environment(opts);
+  const Resolved target = resolve_command(opts.command.front());
+  if (target.error != 0) {
+    fmt::print(stderr, "tpgraph: {}: {}\n", opts.command.front(), target.why);
+    return target.error;
+  }
+  const fs::path library = find_inject_library();
+  const fs::path dir = opts.out.empty() ? new_default_trace_folder() : fs::path(opts.out);
+  // Locked before CMD starts and until the report is written: a second trace (or analyze) into
+  // this folder is refused rather than merged with this one.
+  const FolderLock lock = lock_trace_folder(dir, !opts.out.empty());
+
+  if (opts.yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
+  for (const auto& [name, value] : recording_env) ::setenv(name.c_str(), value.c_str(), 1);
+  const int code = run_command(opts.command, target.path, library, dir);
+  std::size_t written = 0;
+  bool clean = true;
+  try {
+    written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean);
+  } catch (const InputError& e) {
+    fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts.command.front(), e.what());
+    fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
+               (dir / tracefile::kProcsFolder).string(), dir.string());
+    return code != 0 ? code : 2;
+  }
+  fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts.command.front(), code);
+  return code == 0 && opts.strict && !clean ? kNotCleanExit : code;
+}
+
 }  // namespace
 
 TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
@@ -284,7 +319,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   return files.size();
 }
 
-void add_trace_command(CLI::App& app) {
+Command add_trace_command(CLI::App& app) {
   auto opts = std::make_shared<TraceOptions>();
   auto* cmd = app.add_subcommand(
       "trace",
@@ -334,37 +369,7 @@ void add_trace_command(CLI::App& app) {
                    "MiB of records per process file at most; past it recording stops and the report says where "
                    "(default 4096)");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
-  cmd->callback([opts] {
-    TraceMergeOptions merge = merge_options(opts->assume_synced, opts->align_collectives);
-    merge.ranks_together = opts->ranks_together;
-    const auto recording_env = recording_environment(*opts);
-    const Resolved target = resolve_command(opts->command.front());
-    if (target.error != 0) {
-      fmt::print(stderr, "tpgraph: {}: {}\n", opts->command.front(), target.why);
-      throw ExitRequest{target.error};
-    }
-    const fs::path library = find_inject_library();
-    const fs::path dir = opts->out.empty() ? new_default_trace_folder() : fs::path(opts->out);
-    // Locked before CMD starts and until the report is written: a second trace (or analyze) into
-    // this folder is refused rather than merged with this one.
-    const FolderLock lock = lock_trace_folder(dir, !opts->out.empty());
-
-    if (opts->yield_to_profiler) ::setenv("TPGRAPH_YIELD_TO_PROFILER", "1", 1);
-    for (const auto& [name, value] : recording_env) ::setenv(name.c_str(), value.c_str(), 1);
-    const int code = run_command(opts->command, target.path, library, dir);
-    std::size_t written = 0;
-    bool clean = true;
-    try {
-      written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean);
-    } catch (const InputError& e) {
-      fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts->command.front(), e.what());
-      fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
-                 (dir / tracefile::kProcsFolder).string(), dir.string());
-      throw ExitRequest{code != 0 ? code : 2};
-    }
-    fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts->command.front(), code);
-    throw ExitRequest{code == 0 && opts->strict && !clean ? kNotCleanExit : code};
-  });
+  return {cmd, [opts] { return run_trace(*opts); }};
 }
 
 }  // namespace tpgraph::cli

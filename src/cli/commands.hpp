@@ -1,31 +1,45 @@
-// Each command registers its subcommand and its callback; main.cpp wires them together.
+// Each command registers its subcommand and returns its work; app.cpp wires them together.
 #pragma once
 #include <CLI/CLI.hpp>
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <string_view>
 
 #include "core/records/traced_run.hpp"
 #include "core/report/run_outputs.hpp"
 
 namespace tpgraph::cli {
 
-void add_plan_command(CLI::App& app);     // cmd_plan.cpp
-void add_dot_command(CLI::App& app);      // cmd_dot.cpp
-void add_info_command(CLI::App& app);     // cmd_info.cpp
-void add_run_command(CLI::App& app);      // cmd_run.cpp
-void add_check_command(CLI::App& app);    // cmd_check.cpp
-void add_bench_command(CLI::App& app);    // cmd_bench.cpp
-void add_analyze_command(CLI::App& app);  // cmd_analyze.cpp
-void add_trace_command(CLI::App& app);    // cmd_trace.cpp
-void add_diff_command(CLI::App& app);     // cmd_diff.cpp
-void add_gate_command(CLI::App& app);     // cmd_diff.cpp
-
-// Thrown by a command that must end the process with a given code (trace: the traced command's own).
-struct ExitRequest {
-  int code = 0;
+// One subcommand and its work. Registering it runs nothing; `run` is called after the whole command
+// line has been parsed and returns the process's exit code (docs/cli.md, "Exit codes"): 0, or the
+// code of a verdict (check's or run's FAIL, --strict's not clean, gate's regression or not comparable,
+// trace's command's own). Errors (bad input, no GPU, a CUDA or OS failure) are exceptions, which
+// main.cpp alone turns into one line on stderr and their exit code.
+struct Command {
+  CLI::App* subcommand = nullptr;  // owned by the app it was added to
+  std::function<int()> run;
 };
+
+// Each adds its subcommand and flags to `app` and returns it with its work.
+Command add_plan_command(CLI::App& app);     // cmd_plan.cpp
+Command add_dot_command(CLI::App& app);      // cmd_dot.cpp
+Command add_info_command(CLI::App& app);     // cmd_info.cpp
+Command add_run_command(CLI::App& app);      // cmd_run.cpp
+Command add_check_command(CLI::App& app);    // cmd_check.cpp
+Command add_bench_command(CLI::App& app);    // cmd_bench.cpp
+Command add_analyze_command(CLI::App& app);  // cmd_analyze.cpp
+Command add_trace_command(CLI::App& app);    // cmd_trace.cpp
+Command add_diff_command(CLI::App& app);     // cmd_diff.cpp
+Command add_gate_command(CLI::App& app);     // cmd_diff.cpp
+
+// run and check (docs/cli.md): a failed output or numerics check, every output still written.
+inline constexpr int kCheckFailedExit = 1;
+// A failed check's one line on stderr, as main.cpp prints an error's: "tpgraph: error: <what>".
+// Returns kCheckFailedExit. Never throws: with stderr closed the line is lost, the code is not.
+int check_failed(std::string_view what);
 
 // cmd_trace.cpp, shared with analyze: the clock flags as merge options (InputError when both), and
 // every output of a trace folder (its procs/ record files) written into `dir`; returns the count.

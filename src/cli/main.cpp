@@ -21,10 +21,9 @@
 #include <string>
 #include <string_view>
 
-#include "cli/commands.hpp"
+#include "cli/app.hpp"
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
-#include "core/base/version.hpp"
 
 namespace {
 
@@ -48,16 +47,6 @@ void tune_allocator_for_records(int argc, char** argv) {
   ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
 }
 
-// One line on stderr. Never throws: with stderr closed the message is lost, the exit code is not.
-int fail(int code, std::string_view prefix, std::string_view what) {
-  std::string line = "tpgraph: ";
-  line += prefix;
-  line += what;
-  line += '\n';
-  (void)std::fwrite(line.data(), 1, line.size(), stderr);
-  return code;
-}
-
 // Output that did not reach stdout (closed, /dev/full, a full disk) is a failure, not a success:
 // --help and --version too, whose output is all they do. CLI11 prints through std::cout, which
 // writes through stdout's buffer (synchronised with stdio), so both are checked.
@@ -66,8 +55,8 @@ int check_stdout(int code) {
   std::cout.flush();
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout) {
     const int err = errno;
-    return fail(code == 0 ? 1 : code,
-                "cannot write to standard output: ", err != 0 ? std::strerror(err) : "write error");
+    return tpgraph::cli::report_failure(
+        code == 0 ? 1 : code, "cannot write to standard output: ", err != 0 ? std::strerror(err) : "write error");
   }
   return code;
 }
@@ -88,42 +77,35 @@ void hold_closed_standard_descriptors() {
 
 }  // namespace
 
+// A command's outcome is its return value (a verdict included); everything thrown is an error,
+// turned here, and only here, into one line on stderr and the exit code docs/cli.md gives it.
 int main(int argc, char** argv) {
+  using tpgraph::cli::report_failure;
   tune_allocator_for_records(argc, argv);
   hold_closed_standard_descriptors();
   tpgraph::install_signal_cleanup();
-  CLI::App app{"tpgraph: multi-device CUDA graph capture, replay and timeline for a TP MoE layer"};
-  app.set_version_flag("--version",
-                       std::string(tpgraph::build_version()) + " (" + std::string(tpgraph::build_git_revision()) + ")");
-  app.require_subcommand(1);
-  tpgraph::cli::add_plan_command(app);
-  tpgraph::cli::add_dot_command(app);
-  tpgraph::cli::add_run_command(app);
-  tpgraph::cli::add_check_command(app);
-  tpgraph::cli::add_bench_command(app);
-  tpgraph::cli::add_analyze_command(app);
-  tpgraph::cli::add_info_command(app);
-  tpgraph::cli::add_trace_command(app);
-  tpgraph::cli::add_diff_command(app);
-  tpgraph::cli::add_gate_command(app);
+  const tpgraph::cli::CommandLine line = tpgraph::cli::make_app();
+  CLI::App& app = *line.app;
+  int code = 0;
   try {
     app.parse(argc, argv);
+    code = line.run_parsed();
   } catch (const CLI::CallForHelp& e) {
     return check_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
     return check_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
     return check_stdout(app.exit(e));
-  } catch (const tpgraph::cli::ExitRequest& e) {
-    return check_stdout(e.code);
   } catch (const CLI::ParseError& e) {
-    return fail(2, "", e.what());
+    return report_failure(2, "", e.what());
   } catch (const tpgraph::InputError& e) {
-    return fail(2, "", e.what());
+    return report_failure(2, "", e.what());
   } catch (const tpgraph::NoDeviceError& e) {
-    return fail(3, "", e.what());
+    return report_failure(3, "", e.what());
   } catch (const std::exception& e) {
-    return fail(1, "error: ", e.what());
+    // A CUDA or CUPTI error, an OS call that failed (std::system_error: what() ends with the
+    // reason), a bug: exit 1.
+    return report_failure(1, "error: ", e.what());
   }
-  return check_stdout(0);
+  return check_stdout(code);
 }

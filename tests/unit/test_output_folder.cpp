@@ -1,15 +1,20 @@
 // An output folder as write_run_folder leaves it after a writer that was killed, stopped midway
 // through its swap, or analysed a different set of graphs: the next writer recognises what is its
 // own (under the folder's lock), clears it, and never touches anything else.
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "catch.hpp"
+#include "core/base/atomic_file.hpp"
 #include "core/report/output_folder.hpp"
 #include "core/report/report.hpp"
 #include "core/report/run_outputs.hpp"
@@ -146,4 +151,42 @@ TEST_CASE("analyze --out stopped midway through its swap is written again by the
   CHECK(tpgraph_status("analyze '" + trace.string() + "' --out '" + out.string() + "'", &text) == 2);
   CHECK(fs::exists(out / "notes.txt"));
   fs::remove_all(scratch);
+}
+
+TEST_CASE("a write the system refuses is a std::system_error with its errno, and leaves no file", "[analyze][errors]") {
+  const fs::path dir = fresh_temp_dir("write-refused");
+  const fs::path path = dir / "big.txt";
+  std::error_code code;
+  std::string what;
+  {
+    // A file size limit of 1 KiB, its signal ignored: the write fails with EFBIG, as a full disk
+    // fails with ENOSPC. Both are restored when the block ends, however it ends.
+    struct SmallFiles {
+      rlimit before{};
+      void (*handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+      SmallFiles() {
+        ::getrlimit(RLIMIT_FSIZE, &before);
+        rlimit small = before;
+        small.rlim_cur = 1024;
+        ::setrlimit(RLIMIT_FSIZE, &small);
+      }
+      ~SmallFiles() {
+        ::setrlimit(RLIMIT_FSIZE, &before);
+        std::signal(SIGXFSZ, handler);
+      }
+    } const small_files;
+    try {
+      write_file_atomically(path, std::string(64 * 1024, 'x'));
+    } catch (const std::system_error& e) {
+      code = e.code();
+      what = e.what();
+    }
+  }
+  CHECK(code == std::errc::file_too_large);
+  // One line: what failed on which path, then the system's reason.
+  CHECK(what.rfind(path.string() + ": write failed after ", 0) == 0);
+  CHECK(what.find(std::generic_category().message(EFBIG)) != std::string::npos);
+  CHECK(what.find('\n') == std::string::npos);
+  CHECK(fs::is_empty(dir));  // neither the file nor its temporary
+  fs::remove_all(dir);
 }

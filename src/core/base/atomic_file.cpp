@@ -14,7 +14,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <system_error>
 
 #include "core/base/error.hpp"
@@ -169,15 +168,14 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   if (!closed && !failed && flushed) write_errno = errno;
   if (failed || !flushed || !closed) {
     std::remove(temp.c_str());
-    throw std::runtime_error(
-        fmt::format("{}: write failed after {} bytes: {}", path.string(), written, std::strerror(write_errno)));
+    throw std::system_error(write_errno, std::generic_category(),
+                            fmt::format("{}: write failed after {} bytes", path.string(), written));
   }
   std::error_code ec;
   std::filesystem::rename(temp, path, ec);
   if (ec) {
     std::remove(temp.c_str());
-    throw std::runtime_error(
-        fmt::format("{}: cannot rename the finished file into place: {}", path.string(), ec.message()));
+    throw std::system_error(ec, fmt::format("{}: cannot rename the finished file into place", path.string()));
   }
 }
 

@@ -11,7 +11,8 @@ namespace tpgraph {
 // Creates the parent folders. A folder or file that cannot be created or opened is an InputError
 // naming it, and so is a `path` that exists as anything but a regular file: renaming over a
 // symlink, a device node (/dev/stdout, /dev/full) or a FIFO would replace it with a regular file.
-// A write that fails midway removes the temporary file and throws std::runtime_error.
+// A write or rename that fails midway removes the temporary file and throws std::system_error
+// (its what() ends with the reason, such as "No space left on device").
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 // The same, for contents too large to hold: `produce` hands them to the sink piece by piece.
 using WriteSink = std::function<void(std::string_view)>;

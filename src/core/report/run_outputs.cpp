@@ -13,7 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
-#include <stdexcept>
+#include <system_error>
 
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
@@ -133,10 +133,9 @@ std::vector<std::filesystem::path> move_into_place(std::vector<std::filesystem::
     std::filesystem::rename(from, to, ec);
     if (ec) {
       ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-      throw std::runtime_error(
-          fmt::format("{}: cannot move the finished file into place: {} ({} of {} files "
-                      "moved; the folder mixes old and new outputs: analyze it again)",
-                      to.string(), ec.message(), files.size(), staged.size()));
+      throw std::system_error(ec, fmt::format("{}: cannot move the finished file into place ({} of {} files moved, "
+                                              "the folder mixes old and new outputs: analyze it again)",
+                                              to.string(), files.size(), staged.size()));
     }
     files.push_back(to);
   }
