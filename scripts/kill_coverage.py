@@ -42,8 +42,8 @@ def main() -> int:
         records, launches, footer = read(path)
         spans = {}
         for _kind, _dev, start, end, _stream, corr, _gid, _name, node, _bytes in records:
-            if node == 0:
-                continue
+            if node == 0 or start == 0 or end < start:
+                continue  # not a graph record, or work still running at a forced flush (no times)
             s, e = spans.get(corr, (start, end))
             spans[corr] = (min(s, start), max(e, end))
         kept = sorted(s for c, (s, e) in spans.items() if c in launches and 0 < e <= cutoff)

@@ -28,6 +28,7 @@ struct SyntheticRun {
   std::map<std::string, double> slower;  // label -> factor on its duration
   bool traced = false;                   // traced kernels (keys from kernel names and positions)
   bool reversed_ids = false;             // the same graph with its node ids in reverse order
+  double launch_factor = 1.0;            // the process's host launch cost (20 µs) times this
 };
 
 // splitmix64 and Box-Muller: the same draws with every standard library.
@@ -96,7 +97,7 @@ inline RunData synthetic_run(const SyntheticRun& o) {
   }
   h.v.replay_us_untraced = 500;
   h.v.replay_us_traced = 510;
-  for (int r = 0; r < o.replays; ++r) h.v.host_launch_us.push_back(20 + 0.2 * rng.normal());
+  for (int r = 0; r < o.replays; ++r) h.v.host_launch_us.push_back(20 * o.launch_factor + 0.2 * rng.normal());
   RunData run = single_variant_run(std::move(h.v));
   return run;
 }

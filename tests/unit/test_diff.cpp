@@ -180,6 +180,26 @@ TEST_CASE("a node 3% slower is flagged in at least 19 of 20 pairs, as the first 
   CHECK(first >= 19);
 }
 
+TEST_CASE("the host launch cost changes only past 15% and 2 µs, and is listed after the nodes", "[diff]") {
+  SyntheticRun a, b;
+  b.seed = 2;
+  b.launch_factor = 1.09;  // +1.8 µs, 9%: what two processes of one build differed by on the H200
+  const RunDiff same = diff_of(a, b);
+  const MetricDiff* launch = find(same, "replay", Metric::launch);
+  REQUIRE(launch != nullptr);
+  CHECK(launch->shift.shift > 1.5);
+  CHECK_FALSE(launch->change());
+  b.launch_factor = 1.25;  // +5 µs, 25%
+  b.slower["r1.k1"] = 1.05;
+  const RunDiff slower = diff_of(a, b);
+  launch = find(slower, "replay", Metric::launch);
+  REQUIRE(launch != nullptr);
+  CHECK(launch->change());
+  REQUIRE_FALSE(slower.metrics.empty());
+  CHECK(slower.metrics.front().subject == "r1.k1");  // the GPU's change first, the host's after
+  CHECK(render_diff_text(slower).find("15% and 2 µs for the host launch cost") != std::string::npos);
+}
+
 TEST_CASE("the steady part excludes the warm-up ramp and is named", "[diff]") {
   SyntheticRun a, b;
   b.seed = 2;

@@ -86,8 +86,11 @@ class Comparer {
     m.shift = stats::median_shift(a, b, 0, false);
     const double base = std::max(std::abs(m.shift.median_a), o_.practical_us);
     m.relative = m.shift.shift / base;
-    m.practical = std::abs(m.shift.shift) >= o_.practical_us &&
-                  std::abs(m.shift.shift) >= o_.practical_fraction * std::abs(m.shift.median_a);
+    const bool host = metric == Metric::launch;
+    const double floor_us = host ? std::max(o_.launch_us, o_.practical_us) : o_.practical_us;
+    const double fraction = host ? std::max(o_.launch_fraction, o_.practical_fraction) : o_.practical_fraction;
+    m.practical =
+        std::abs(m.shift.shift) >= floor_us && std::abs(m.shift.shift) >= fraction * std::abs(m.shift.median_a);
     if (m.practical) {
       const std::uint64_t seed =
           stats::seed_for(o_.seed, fmt::format("{}/{}/{}", variant_, subject, to_string(metric)));
@@ -228,14 +231,15 @@ RunDiff diff_runs(const DiffRun& a, const DiffRun& b, const DiffOptions& options
     explain_span(va, vb, nodes, vd);
     out.variants.push_back(std::move(vd));
   }
-  // Changes first: what ran slower or faster (durations, the launch), then the spans, then the waits
-  // and their parts (a node that got slower moves its successors' waits by as much: the effect comes
-  // after its cause); within each, the largest shift in µs first. Figures that are not changes by
-  // their relative shift.
+  // Changes first: what ran slower or faster on the GPU (durations), then the spans, then the host
+  // launch cost (a CPU figure, noisier between processes), then the waits and their parts (a node
+  // that got slower moves its successors' waits by as much: the effect comes after its cause);
+  // within each, the largest shift in µs first. Figures that are not changes by their relative shift.
   const auto rank_of = [](Metric m) {
-    return m == Metric::duration || m == Metric::launch         ? 0
+    return m == Metric::duration                                ? 0
            : m == Metric::rank_span || m == Metric::replay_span ? 1
-                                                                : 2;
+           : m == Metric::launch                                ? 2
+                                                                : 3;
   };
   std::stable_sort(out.metrics.begin(), out.metrics.end(), [&](const MetricDiff& x, const MetricDiff& y) {
     if (x.change() != y.change()) return x.change();

@@ -102,9 +102,12 @@ std::string details(const RunDiff& d, std::string_view bullet) {
 std::string rule_line(const RunDiff& d) {
   return fmt::format(
       "{} changes among {} figures: a change is a shift of the median whose {:.0f}% interval (circular block "
-      "bootstrap, {} resamples) excludes 0 and that is at least {:g}% and {:g} µs\n",
+      "bootstrap, {} resamples) excludes 0 and that is at least {:g}% and {:g} µs ({:g}% and {:g} µs for the host "
+      "launch cost)\n",
       d.change_count(), d.metrics.size(), d.options.confidence * 100, d.options.resamples,
-      d.options.practical_fraction * 100, d.options.practical_us);
+      d.options.practical_fraction * 100, d.options.practical_us,
+      std::max(d.options.launch_fraction, d.options.practical_fraction) * 100,
+      std::max(d.options.launch_us, d.options.practical_us));
 }
 
 }  // namespace
@@ -147,6 +150,8 @@ std::string render_diff_json(const RunDiff& d, const GateResult* gate) {
                         {"unchecked", d.comparability.unchecked}};
   j["options"] = {{"practical_fraction", d.options.practical_fraction},
                   {"practical_us", d.options.practical_us},
+                  {"launch_fraction", d.options.launch_fraction},
+                  {"launch_us", d.options.launch_us},
                   {"confidence", d.options.confidence},
                   {"resamples", d.options.resamples},
                   {"seed", d.options.seed},
