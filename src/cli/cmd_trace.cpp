@@ -192,8 +192,8 @@ int run_command(const std::vector<std::string>& argv, const std::string& path, c
       ::unsetenv("TPGRAPH_ALLOCATOR_TUNED");
     }
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-    // NVTX ranges reach the library as CUPTI callbacks (graph names, --nvtx-range) when NVTX is
-    // routed to it; a tool that routed NVTX already (Nsight Systems) keeps it.
+    // NVTX ranges reach the library through NVTX's own tables (graph names, --nvtx-range, the ranges
+    // recorded) when NVTX is routed to it; a tool that routed NVTX already (Nsight Systems) keeps it.
     if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0')
       ::setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
     ::setenv(tracefile::kTraceDirEnv, trace_dir.c_str(), 1);

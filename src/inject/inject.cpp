@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -211,13 +212,35 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
 }
 
-// A range the program opened or closed: the --nvtx-range window hears of it.
-void on_nvtx_range(const std::string& name, bool opened) {
+// TPGRAPH_INJECT_NVTX=0, or a cost mode without tpgraph's callbacks: NVTX ranges are not recorded
+// (the --nvtx-range window still hears them).
+bool g_record_nvtx = true;
+
+std::uint32_t this_thread_id() {
+  thread_local const auto id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+  return id;
+}
+
+// A range the program opened or closed, on the program's thread: the --nvtx-range window hears of
+// it, and the NVTX log keeps it while records are recorded (with a recorder: while its window is
+// open; the close of a range whose open was kept always, so no range is cut by the window's edge).
+// Returns whether an open was kept.
+bool on_nvtx_range(const nvtx::RangeEvent& e) {
   Tracer* tracer = g_tracer;
-  if (tracer == nullptr || tracer->recorder == nullptr || tracer->quiet.load() || tracer->finished()) return;
+  if (tracer == nullptr || tracer->quiet.load() || tracer->finished()) return false;
   try {
-    tracer->recorder->nvtx(name, opened, now_ns());
+    const std::uint64_t now = now_ns();
+    const bool window_open = tracer->recorder == nullptr || tracer->recorder->nvtx(e.name, e.opened, now);
+    if (!g_record_nvtx || e.id == 0 || now == 0) return false;
+    using tracefile::NvtxKind;
+    if (!e.opened) {
+      if (e.open_kept) tracer->nvtx_log.close(e.push ? NvtxKind::pop : NvtxKind::end, e.id, now, this_thread_id());
+      return false;
+    }
+    return window_open && !tracer->limit_reached.load() &&
+           tracer->nvtx_log.open(e.push ? NvtxKind::push : NvtxKind::start, e.id, e.name, now, this_thread_id());
   } catch (...) {
+    return false;
   }
 }
 
@@ -346,6 +369,8 @@ void configure(Tracer& tracer) {
   g_cost = cost_mode_from_env();
   tracer.origins = env_number("TPGRAPH_INJECT_ORIGIN", 1, 1) == 1;
   tracer.discard_records = g_cost == CostMode::no_write;
+  g_record_nvtx =
+      env_number("TPGRAPH_INJECT_NVTX", 1, 1) == 1 && g_cost != CostMode::activity && g_cost != CostMode::subscribe;
   std::vector<std::string> problems;
   recording::Options options = recording_options_from_env(problems);
   for (const auto& p : problems) tracer.note(p);
@@ -412,10 +437,8 @@ int initialize() {
   if (pthread_atfork(nullptr, nullptr, in_fork_child) != 0 || std::atexit(at_exit) != 0)
     g_tracer->note("the exit or fork handler could not be installed: the file may end without a footer");
   install_signal_handlers();
-  if (g_tracer->recorder != nullptr) {
-    g_tracer->recorder->start();
-    nvtx::set_listener(&on_nvtx_range);
-  }
+  if (g_tracer->recorder != nullptr) g_tracer->recorder->start();
+  if (g_tracer->recorder != nullptr || g_record_nvtx) nvtx::set_listener(&on_nvtx_range);
   install_dump_signal(*g_tracer);
   if (const auto period = env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000); period > 0)
     start_flush_thread(static_cast<std::uint32_t>(period),

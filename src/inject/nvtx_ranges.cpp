@@ -16,6 +16,12 @@ constexpr std::size_t kMaxTable = 1u << 16;  // started ranges, registered strin
 struct Open {
   nvtxDomainHandle_t domain;  // null: the default domain
   std::string name;
+  std::uint64_t id = 0;  // RangeEvent::id
+  bool kept = false;     // the listener's answer at the push
+};
+struct Started {
+  std::string name;
+  bool kept = false;
 };
 thread_local std::vector<Open> t_open;
 thread_local std::size_t t_unkept = 0;  // pushes past kMaxDepth, popped first
@@ -23,15 +29,16 @@ thread_local std::size_t t_unkept = 0;  // pushes past kMaxDepth, popped first
 std::atomic<Listener> g_listener{nullptr};
 std::atomic<std::uint64_t> g_calls{0};
 std::atomic<bool> g_installed{false};
-std::atomic<nvtxRangeId_t> g_next_id{1};
+std::atomic<nvtxRangeId_t> g_next_id{1};  // start/end ranges' ids and push/pop ranges' numbers
 
-std::mutex g_mutex;                                        // guards the two tables below
-std::unordered_map<nvtxRangeId_t, std::string> g_started;  // nvtxRangeStart id -> name
-std::unordered_set<std::string> g_registered;              // registered strings: their handles point here
+std::mutex g_mutex;                                    // guards the two tables below
+std::unordered_map<nvtxRangeId_t, Started> g_started;  // nvtxRangeStart id -> its range
+std::unordered_set<std::string> g_registered;          // registered strings: their handles point here
 
-void tell(const std::string& name, bool opened) {
+bool tell(const RangeEvent& event) {
   g_calls.fetch_add(1, std::memory_order_relaxed);
-  if (const Listener l = g_listener.load(std::memory_order_acquire); l != nullptr) l(name, opened);
+  const Listener l = g_listener.load(std::memory_order_acquire);
+  return l != nullptr && l(event);
 }
 
 std::string message_of(const nvtxEventAttributes_t* a) {
@@ -43,14 +50,18 @@ std::string message_of(const nvtxEventAttributes_t* a) {
 }
 
 int push(nvtxDomainHandle_t domain, std::string name) {
-  if (t_open.size() < kMaxDepth) t_open.push_back({domain, name});
-  else ++t_unkept;
-  tell(name, true);
+  if (t_open.size() < kMaxDepth) {
+    Open& o = t_open.emplace_back(Open{domain, std::move(name), g_next_id.fetch_add(1, std::memory_order_relaxed)});
+    o.kept = tell({o.name, true, true, o.id, false});
+  } else {
+    ++t_unkept;
+    (void)tell({name, true, true, 0, false});
+  }
   return static_cast<int>(t_open.size() + t_unkept) - 1;
 }
 
 int pop(nvtxDomainHandle_t domain) {
-  std::string name;
+  Open closed{domain, {}};
   if (t_unkept > 0) {
     --t_unkept;
   } else {
@@ -58,34 +69,32 @@ int pop(nvtxDomainHandle_t domain) {
     auto it = t_open.rbegin();
     while (it != t_open.rend() && it->domain != domain) ++it;
     if (it == t_open.rend()) return -1;  // a pop whose push came before the library
-    name = std::move(it->name);
+    closed = std::move(*it);
     t_open.erase(std::next(it).base());
   }
-  tell(name, false);
+  (void)tell({closed.name, false, true, closed.id, closed.kept});
   return static_cast<int>(t_open.size() + t_unkept);
 }
 
 nvtxRangeId_t start(std::string name) {
   const nvtxRangeId_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
-  {
-    const std::lock_guard guard(g_mutex);
-    if (g_started.size() >= kMaxTable) g_started.clear();  // ranges never ended: forget, never grow
-    g_started[id] = name;
-  }
-  tell(name, true);
+  const bool kept = tell({name, true, false, id, false});  // the id is not the program's yet: no end can race
+  const std::lock_guard guard(g_mutex);
+  if (g_started.size() >= kMaxTable) g_started.clear();  // ranges never ended: forget, never grow
+  g_started[id] = Started{std::move(name), kept};
   return id;
 }
 
 void end(nvtxRangeId_t id) {
-  std::string name;
+  Started range;
   {
     const std::lock_guard guard(g_mutex);
     const auto it = g_started.find(id);
     if (it == g_started.end()) return;
-    name = std::move(it->second);
+    range = std::move(it->second);
     g_started.erase(it);
   }
-  tell(name, false);
+  (void)tell({range.name, false, false, id, range.kept});
 }
 
 // The handlers NVTX calls in place of its no-ops.

@@ -10,12 +10,25 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tpgraph::inject::nvtx {
 
-// Told of every range opened and closed (the recorder's --nvtx-range window); may be null.
-using Listener = void (*)(const std::string& name, bool opened);
+// A range opened or closed on the calling thread.
+struct RangeEvent {
+  std::string_view name;  // a close carries the name its range opened with
+  bool opened = false;
+  bool push = true;  // push/pop (nested per thread and domain); false: start/end (may end on another thread)
+  // The same number at a range's open and its close, unique in the process; 0 for a push past the
+  // depth kept per thread (and its pop), which pairs with nothing.
+  std::uint64_t id = 0;
+  bool open_kept = false;  // at a close: what the listener answered at the range's open
+};
+
+// Told of every range opened and closed (the recorder's --nvtx-range window, the NVTX log); may be
+// null. Its answer at an open (whether it kept the range) is handed back at the range's close.
+using Listener = bool (*)(const RangeEvent& event);
 void set_listener(Listener listener);
 
 // Fills NVTX's tables from its export table: 1 where the core tables took the handlers, 0 where

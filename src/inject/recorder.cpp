@@ -83,10 +83,12 @@ void Recorder::profiler(bool start, std::uint64_t now_ns) {
   set_activity_locked(window_.activity_between_launches());
 }
 
-void Recorder::nvtx(const std::string& name, bool open, std::uint64_t now_ns) {
+bool Recorder::nvtx(std::string_view name, bool open, std::uint64_t now_ns) {
   const std::lock_guard guard(window_mutex_);
   window_.nvtx(name, open, now_ns);
+  window_.tick(now_ns);  // a time gate passed since the last launch or tick
   set_activity_locked(window_.activity_between_launches());
+  return window_.open();
 }
 
 void Recorder::tick(std::uint64_t now_ns) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/records/flight_recorder.hpp"
@@ -43,7 +44,8 @@ class Recorder {
   // ... and returns: the activity as it should be between launches.
   void launch_exit();
   void profiler(bool start, std::uint64_t now_ns);
-  void nvtx(const std::string& name, bool open, std::uint64_t now_ns);
+  // A range opened or closed: whether the window is open after it (NVTX ranges are recorded then).
+  bool nvtx(std::string_view name, bool open, std::uint64_t now_ns);
   void tick(std::uint64_t now_ns);
 
   // The correlation id of a recorded launch (the runtime call's and its driver call's).

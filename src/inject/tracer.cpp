@@ -481,6 +481,7 @@ void Tracer::finish() noexcept {
       // Under the state lock, so no buffer being written lands after the footer.
       const std::lock_guard state(state_mutex_);
       write_launches_locked({}, true);
+      write_nvtx_locked(true);
       if (recorder != nullptr && recorder->options().range == recording::RangeTrigger::nvtx && nvtx::calls_seen() == 0)
         note(nvtx::installed()
                  ? "--nvtx-range: the program opened no NVTX range, so the window never opened"
@@ -541,6 +542,7 @@ void Tracer::flush_at_signal(int signal) noexcept {
     if (state.owns_lock()) {
       write_launches_locked({}, true);
       dump_flight_locked("signal " + std::to_string(signal));
+      write_nvtx_locked(false);
     }
     note("the process received signal " + std::to_string(signal) +
          ": CUPTI's buffers were handed back then (records of work still running have no end)");
@@ -549,9 +551,19 @@ void Tracer::flush_at_signal(int signal) noexcept {
   t_signal_flush = false;
 }
 
+void Tracer::write_nvtx_locked(bool wait) {
+  const std::string chunks = nvtx_log.take(wait);
+  if (!chunks.empty() && !discard_records && !finished_.load()) (void)writer.write(chunks);
+}
+
 void Tracer::on_tick() noexcept {
-  if (recorder == nullptr || quiet.load() || finishing_.load() || finished_.load() || !writer.ours()) return;
+  if (quiet.load() || finishing_.load() || finished_.load() || !writer.ours()) return;
   try {
+    {
+      const std::lock_guard state(state_mutex_);
+      write_nvtx_locked(true);
+    }
+    if (recorder == nullptr) return;
     recorder->tick(now_ns());
     if (const std::string events = recorder->take_event_chunks(); !events.empty()) (void)writer.write(events);
     if (!recorder->dump_requested.exchange(false)) return;

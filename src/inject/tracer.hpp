@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/records/trace_file.hpp"
+#include "inject/nvtx_log.hpp"
 #include "inject/record_writer.hpp"
 #include "inject/recorder.hpp"
 #include "inject/topology.hpp"
@@ -73,6 +74,9 @@ class Tracer {
   std::atomic<bool> limit_reached{false};
   // Built only when `trace` asked for less than everything (a window, sampling, the flight recorder).
   std::unique_ptr<Recorder> recorder;
+  // The program's NVTX ranges, appended by its threads (inject.cpp's listener), written by on_tick,
+  // finish and the signal flush. Guards itself.
+  NvtxLog nvtx_log;
 
   void note(const std::string& text) noexcept {
     try {
@@ -123,6 +127,9 @@ class Tracer {
   // Records (and the names before them) within max_record_bytes; false once the limit is reached.
   bool write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
                             std::uint64_t graph_records);
+  // The NVTX log's entries since the last call, as a chunk (under the state lock: never after the
+  // footer). `wait` false: the log's lock is only tried (the signal flush).
+  void write_nvtx_locked(bool wait);
 
   std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
   std::unordered_map<std::string, std::uint32_t> names_;      // written name -> id

@@ -2,7 +2,8 @@
 // with it: the reader, the merge (as one process, and as two processes of one host), the timeline
 // analysis and every output, rendered in memory. A file cut short is read up to the cut; a wrong
 // magic or version, or graphs the analysis refuses (a cycle), are an InputError; nothing else may
-// escape.
+// escape. Every chunk type is read, the nvtx chunk's ranges too (paired, placed around launches and
+// drawn in the trace, the SVG and the report: corpus nvtx*.tpgt).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

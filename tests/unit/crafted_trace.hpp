@@ -33,6 +33,8 @@ struct Crafted {
   std::vector<json> graphs;
   std::vector<WireRecord> records;
   std::vector<WireLaunch> launches;
+  std::vector<std::string> chunks;  // more chunks, ready-made, after the launches
+  bool footer = true;
 
   [[nodiscard]] std::string bytes() const {
     using tracefile::chunk;
@@ -43,7 +45,8 @@ struct Crafted {
     for (const auto& g : graphs) out += chunk(ChunkType::graph, g.dump());
     if (!records.empty()) out += tracefile::records_chunk(records);
     if (!launches.empty()) out += tracefile::launches_chunk(launches);
-    out += chunk(ChunkType::footer, json{{"records", records.size()}}.dump());
+    for (const auto& c : chunks) out += c;
+    if (footer) out += chunk(ChunkType::footer, json{{"records", records.size()}}.dump());
     return out;
   }
 };

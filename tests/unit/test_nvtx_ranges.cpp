@@ -27,7 +27,12 @@ namespace nvtx = tpgraph::inject::nvtx;
 namespace {
 
 std::vector<std::pair<std::string, bool>> g_heard;
-void listen(const std::string& name, bool opened) { g_heard.emplace_back(name, opened); }
+std::vector<nvtx::RangeEvent> g_events;  // names not kept: they point into the handlers' strings
+bool listen(const nvtx::RangeEvent& e) {
+  g_heard.emplace_back(std::string(e.name), e.opened);
+  g_events.push_back(e);
+  return e.name != "not kept";  // the answer at an open comes back at the close
+}
 
 nvtxEventAttributes_t ascii(const char* text) {
   nvtxEventAttributes_t a{};
@@ -119,5 +124,44 @@ TEST_CASE("NVTX ranges deeper than the library keeps are counted and popped in o
   nvtxRangePop();
   CHECK(nvtx::open_here().back() == "level 62");
   for (int i = 0; i < 63; ++i) nvtxRangePop();
+  CHECK(nvtx::open_here().empty());
+}
+
+TEST_CASE("NVTX ranges: each open and its close carry one number, the kind, and the listener's answer", "[nvtx]") {
+  g_heard.clear();
+  g_events.clear();
+  nvtx::set_listener(&listen);
+  nvtxRangePushA("kept");
+  nvtxRangePushA("not kept");
+  const nvtxRangeId_t id = nvtxRangeStartA("request");
+  nvtxRangePop();
+  nvtxRangePop();
+  nvtxRangeEnd(id);
+  nvtx::set_listener(nullptr);
+  REQUIRE(g_events.size() == 6);
+  const auto& push_kept = g_events[0];
+  const auto& push_not = g_events[1];
+  const auto& start = g_events[2];
+  CHECK((push_kept.opened && push_kept.push && push_kept.id != 0));
+  CHECK((push_not.id != 0 && push_not.id != push_kept.id));
+  CHECK((start.opened && !start.push && start.id == id));
+  // Pops come innermost first, each with its push's number and the answer given at the push.
+  CHECK((!g_events[3].opened && g_events[3].push && g_events[3].id == push_not.id && !g_events[3].open_kept));
+  CHECK((!g_events[4].opened && g_events[4].id == push_kept.id && g_events[4].open_kept));
+  CHECK((!g_events[5].opened && !g_events[5].push && g_events[5].id == id && g_events[5].open_kept));
+  CHECK(g_heard[4].first == "kept");
+}
+
+TEST_CASE("NVTX ranges deeper than the library keeps pair with nothing", "[nvtx]") {
+  for (int i = 0; i < 64; ++i) nvtxRangePushA("deep");
+  g_events.clear();
+  nvtx::set_listener(&listen);
+  nvtxRangePushA("too deep");
+  nvtxRangePop();
+  nvtx::set_listener(nullptr);
+  for (int i = 0; i < 64; ++i) nvtxRangePop();
+  REQUIRE(g_events.size() == 2);
+  CHECK(g_events[0].id == 0);
+  CHECK(g_events[1].id == 0);
   CHECK(nvtx::open_here().empty());
 }

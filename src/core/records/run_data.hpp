@@ -15,6 +15,7 @@
 #include "core/model/layer_graph.hpp"
 #include "core/model/scenario.hpp"
 #include "core/numerics/reference.hpp"
+#include "core/records/nvtx_timeline.hpp"
 #include "core/records/records.hpp"
 
 namespace tpgraph {
@@ -93,6 +94,11 @@ struct VariantRun {
   // not copied per variant); this variant counts only what its own processes did not run.
   std::shared_ptr<const std::vector<OutsideWork>> outside;
   std::vector<int> own_processes;
+  // The NVTX ranges each rank's process recorded ([rank], null where none; empty when no rank's
+  // process recorded any), shared with the process's other variants, and those open around the
+  // graph's launches.
+  std::vector<std::shared_ptr<const NvtxTimeline>> nvtx;
+  NvtxLaunches nvtx_launches;
 };
 
 // What a trace could not see, for the report's first line (tpgraph trace and analyze of a trace).

@@ -14,6 +14,7 @@
 #include "core/base/error.hpp"
 #include "core/base/json_input.hpp"
 #include "core/model/scenario.hpp"  // kMaxDevice
+#include "core/records/trace_nvtx.hpp"
 #include "core/records/trace_recording.hpp"
 
 namespace tpgraph::tracefile {
@@ -235,6 +236,7 @@ class FileReader {
       case ChunkType::note: return "note";
       case ChunkType::footer: return "footer";
       case ChunkType::recording: return "recording";
+      case ChunkType::nvtx: return "nvtx";
     }
     return "unknown";
   }
@@ -255,6 +257,9 @@ class FileReader {
       case ChunkType::footer: return footer(payload);
       case ChunkType::recording:
         if (const std::string wrong = read_recording_chunk(payload, out_.recording); !wrong.empty()) warn_once(wrong);
+        return;
+      case ChunkType::nvtx:
+        if (const std::string wrong = read_nvtx_chunk(payload, out_.nvtx); !wrong.empty()) warn_once(wrong);
         return;
     }
     warn_once(fmt::format("chunks of unknown type {} skipped", type));

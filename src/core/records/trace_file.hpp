@@ -33,11 +33,14 @@
 //   recording JSON (trace_recording.hpp): what was recorded when a window, sampling or the flight
 //            recorder was asked for; absent when everything was. Added within version 1: a reader
 //            that predates it skips the chunk with a note, and files without it read as before.
+//   nvtx     binary (trace_nvtx.hpp): the program's NVTX ranges opened and closed, with the names
+//            first used since the previous nvtx chunk. Added within version 1 like recording.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/records/records.hpp"
@@ -69,6 +72,7 @@ enum class ChunkType : std::uint32_t {
   note = 7,
   footer = 8,
   recording = 9,
+  nvtx = 10,
 };
 
 // One CUPTI activity record as stored (56 bytes, no padding between fields).
@@ -97,6 +101,26 @@ struct WireLaunch {
   std::uint32_t version = 0;  // the executable's graph version at the launch (TracedGraph::version)
 };
 static_assert(sizeof(WireLaunch) == 32);
+
+// One NVTX range opened or closed by the program (an nvtx chunk's entry, trace_nvtx.hpp).
+enum class NvtxKind : std::uint8_t { push = 1, pop = 2, start = 3, end = 4 };
+struct WireNvtx {
+  std::uint64_t at_ns = 0;  // CUPTI's clock at the call, as the launches' host times
+  // Pairs a close with its open: the same number at a push and its pop (the injection library's
+  // count), or at a start and its end (NVTX's range id). Opens and closes of other kinds never pair.
+  std::uint64_t range = 0;
+  std::uint32_t thread = 0;  // the OS thread id (gettid) of the call
+  std::uint32_t name = 0;    // an id of a name of this or an earlier nvtx chunk; 0: no name (closes)
+  std::uint8_t kind = 0;     // NvtxKind
+  std::uint8_t reserved[7] = {0, 0, 0, 0, 0, 0, 0};
+};
+static_assert(sizeof(WireNvtx) == 32);
+
+// A process's NVTX events as read: the names by id and the events in file order.
+struct NvtxLog {
+  std::unordered_map<std::uint32_t, std::string> names;
+  std::vector<WireNvtx> events;
+};
 
 // --- writing (the injection library) -----------------------------------------------------------
 
@@ -207,6 +231,7 @@ struct ProcessFile {
   std::vector<WireLaunch> launches;
   std::vector<std::string> notes;
   RecordingLog recording;
+  NvtxLog nvtx;
   // footer
   bool complete = false;  // the footer was read: the process ended cleanly
   std::uint64_t footer_records = 0;

@@ -401,6 +401,35 @@ std::vector<CollectiveSummary> summarize_collectives(const VariantRun& v, const 
   return out;
 }
 
+void add_collectives(VariantRun& v, const TracedGraph& tmpl, int ranks, int replays,
+                     std::vector<CollectiveSummary>& out) {
+  for (auto& c : summarize_collectives(v, tmpl, ranks, replays)) {
+    std::string line = fmt::format("collective {} (node {}): arrival skew", short_kernel_name(c.name), c.node_index);
+    for (std::size_t k = 0; k < c.arrival_skew_us.size(); ++k)
+      line += fmt::format(" r{} {:.1f} µs", k, c.arrival_skew_us[k]);
+    line += fmt::format(", transfer {:.1f} µs (medians over replays)", c.transfer_us);
+    v.notes.push_back(line);
+    out.push_back(std::move(c));
+  }
+}
+
+TracedProcess process_row(const ProcessFile& f) {
+  TracedProcess tp;
+  tp.file = f.path;
+  tp.host = f.host;
+  tp.pid = f.pid;
+  tp.rank = f.rank;
+  tp.cuda_visible_devices = f.cuda_visible_devices;
+  for (const auto& d : f.devices) tp.device_uuids.push_back(d.uuid);
+  tp.complete = f.complete;
+  tp.truncation = f.truncation;
+  tp.records = f.records.size();
+  tp.dropped = f.dropped;
+  tp.graphs = static_cast<int>(f.graphs.size());
+  tp.launches = f.launches.size();
+  return tp;
+}
+
 namespace {
 
 std::string iso8601(std::uint64_t realtime_ns) {

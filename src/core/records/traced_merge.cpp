@@ -48,6 +48,8 @@ class Merger {
     group_graphs();
     place_records();
     align_clocks();
+    for (std::size_t p = 0; p < files_.size(); ++p)
+      nvtx_.push_back(process_nvtx(files_[p], static_cast<std::int64_t>(host_offset_ns_[host_of(p)])));
     trace_environment(files_, out_.run.env);
     build_variants();
     add_outside_work(out_.run.variants, processes_, pids_);
@@ -193,18 +195,7 @@ class Merger {
     for (std::size_t p = 0; p < files_.size(); ++p) {
       const ProcessFile& f = files_[p];
       TracedProcess& tp = out_.processes[p];
-      tp.file = f.path;
-      tp.host = f.host;
-      tp.pid = f.pid;
-      tp.rank = f.rank;
-      tp.cuda_visible_devices = f.cuda_visible_devices;
-      for (const auto& d : f.devices) tp.device_uuids.push_back(d.uuid);
-      tp.complete = f.complete;
-      tp.truncation = f.truncation;
-      tp.records = f.records.size();
-      tp.dropped = f.dropped;
-      tp.graphs = static_cast<int>(f.graphs.size());
-      tp.launches = f.launches.size();
+      tp = process_row(f);
       std::unordered_map<std::uint32_t, int> launch_graph;  // correlation id -> graph chunk (-1: none)
       for (const auto& l : f.launches) launch_graph.emplace(l.correlation_id, l.exec != 0 ? graph_of_launch(p, l) : -1);
       std::unordered_map<std::uint32_t, int> launch_group;
@@ -369,18 +360,10 @@ class Merger {
         v.notes.insert(v.notes.begin() + 1,
                        fmt::format("traced {} is {}", v.scenario.name, tracefile::graph_identity(g, fingerprint(g))));
       }
-      if (grp.topology && grp.processes.size() > 1) {
-        const auto& tmpl = files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)];
-        for (auto& c : summarize_collectives(v, tmpl, static_cast<int>(grp.processes.size()), replays)) {
-          std::string line =
-              fmt::format("collective {} (node {}): arrival skew", short_kernel_name(c.name), c.node_index);
-          for (std::size_t k = 0; k < c.arrival_skew_us.size(); ++k)
-            line += fmt::format(" r{} {:.1f} µs", k, c.arrival_skew_us[k]);
-          line += fmt::format(", transfer {:.1f} µs (medians over replays)", c.transfer_us);
-          v.notes.push_back(line);
-          out_.collectives.push_back(std::move(c));
-        }
-      }
+      if (grp.topology && grp.processes.size() > 1)
+        add_collectives(v, files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)],
+                        static_cast<int>(grp.processes.size()), replays, out_.collectives);
+      attach_nvtx(grp, v, ord);
       std::vector<std::int64_t> pids;
       for (const std::size_t p : grp.processes) pids.push_back(files_[p].pid);
       pids_.push_back(std::move(pids));
@@ -531,6 +514,20 @@ class Merger {
       if (us >= 0) v.host_launch_us.push_back(us);
   }
 
+  // The NVTX ranges of the group's processes, and those open around its launches (nvtx_timeline.hpp).
+  void attach_nvtx(const Group& grp, VariantRun& v, const std::vector<std::map<std::uint32_t, int>>& ord) const {
+    std::vector<RankLaunches> ranks;
+    for (std::size_t k = 0; k < grp.processes.size(); ++k) {
+      const std::size_t p = grp.processes[k];
+      RankLaunches& rank = ranks.emplace_back(RankLaunches{nvtx_[p], {}});
+      for (const auto& l : files_[p].launches)  // ord holds the group's launches (and records) alone
+        if (l.host_start_ns != 0 && ord[k].contains(l.correlation_id)) rank.starts.push_back(shift(p, l.host_start_ns));
+      v.nvtx.push_back(nvtx_[p]);
+    }
+    if (std::all_of(v.nvtx.begin(), v.nvtx.end(), [](const auto& t) { return t == nullptr; })) return v.nvtx.clear();
+    v.nvtx_launches = nvtx_launches(ranks);
+  }
+
   // What the trace could not see, the rank rule, the whole-trace notes (every variant repeats them).
   void completeness() {
     TraceCompleteness& c = completeness_;
@@ -586,9 +583,10 @@ class Merger {
   std::vector<std::vector<int>> group_of_graph_;      // [process][graph chunk] -> group
   std::vector<std::map<std::uint32_t, int>> bucket_;  // [process] exec without a graph chunk -> group
   std::vector<Group> groups_;
-  std::vector<Placement> placement_;             // [process]
-  std::vector<std::vector<std::int64_t>> pids_;  // [variant][rank]
-  std::vector<std::vector<int>> processes_;      // [variant][rank]: index in files_
+  std::vector<Placement> placement_;                       // [process]
+  std::vector<std::vector<std::int64_t>> pids_;            // [variant][rank]
+  std::vector<std::vector<int>> processes_;                // [variant][rank]: index in files_
+  std::vector<std::shared_ptr<const NvtxTimeline>> nvtx_;  // [process]: null where it recorded none
 };
 
 }  // namespace

@@ -110,6 +110,13 @@ void stream_nodes(std::vector<ActivityRecord>& records, LayerGraph& graph, std::
                                                                    const tracefile::TracedGraph& tmpl, int ranks,
                                                                    int replays);
 
+// The same as notes of the variant ("collective X (node 3): arrival skew r0 ..."), appended to `out`.
+void add_collectives(VariantRun& v, const tracefile::TracedGraph& tmpl, int ranks, int replays,
+                     std::vector<CollectiveSummary>& out);
+
+// A process's row of the processes table: what its file says (the merge adds the counts it finds).
+[[nodiscard]] TracedProcess process_row(const tracefile::ProcessFile& f);
+
 // The hosts, CUPTI version and earliest start (ISO 8601 UTC) of the processes.
 void trace_environment(const std::vector<tracefile::ProcessFile>& files, RunEnvironment& env);
 

@@ -104,7 +104,8 @@ json trace_json(const TraceCompleteness& t) {
               {"recording", t.recording}};
 }
 
-// A traced graph's own members: no topology and its per-stream nodes, conditional bodies.
+// A traced graph's own members: no topology and its per-stream nodes, conditional bodies, and the NVTX
+// ranges open around its launches where its processes recorded NVTX ranges.
 void add_traced_json(json& out, const VariantRun& vr, const VariantTimeline& v) {
   out["no_topology"] = v.no_topology.empty() ? json(nullptr) : json(v.no_topology);
   json streams = json::array();
@@ -126,6 +127,12 @@ void add_traced_json(json& out, const VariantRun& vr, const VariantTimeline& v) 
                                 {"body_ran_in_launches", c.ran_in}});
   }
   out["conditionals"] = conditionals;
+  if (vr.nvtx.empty()) return;  // no process of the graph recorded an NVTX range
+  json contexts = json::array();
+  for (const auto& c : vr.nvtx_launches.contexts)
+    contexts.push_back(json{{"ranges", c.ranges}, {"launches", c.launches}});
+  out["nvtx_launches"] = json{
+      {"launches", vr.nvtx_launches.launches}, {"contexts", contexts}, {"text", nvtx_launches_text(vr.nvtx_launches)}};
 }
 
 using Sink = std::function<void(std::string_view)>;

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <map>
+#include <utility>
 
 #include "core/report/report.hpp"
 #include "core/report/report_common.hpp"
@@ -66,6 +67,8 @@ std::vector<std::string> traced_lines(const VariantRun& vr, const VariantTimelin
   std::vector<std::string> out;
   for (const auto& note : vr.notes)
     if (note.starts_with("traced ")) out.push_back(note);
+  if (!vr.nvtx.empty())
+    if (std::string where = nvtx_launches_text(vr.nvtx_launches); !where.empty()) out.push_back(std::move(where));
   if (!v.no_topology.empty())
     out.push_back(
         fmt::format("**no topology: {}** — its records as a timeline per stream (nodes are what ran, in "

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "core/report/report.hpp"
 
@@ -105,10 +107,12 @@ namespace {
 // Where everything goes: the time range shown and the picture's rows.
 struct SvgLayout {
   std::uint64_t t0 = 0;
+  std::uint64_t t1 = 0;
   double span_us = 1e-3;
   int width = 0;
   double left = 170, right = 30, plot_w = 0;
   double label_row_h = 12, lane_h = 0, lanes_top = 0, axis_y = 0, legend_y = 0, height = 0;
+  double nvtx_top = 0;  // the NVTX rows, above the replay labels (none: lanes_top as without them)
   int ranks = 0;
   [[nodiscard]] double x_of(std::uint64_t t) const {
     // Subtract as integers: CUPTI timestamps (~1.7e18 ns) are beyond a double's exact range.
@@ -171,9 +175,8 @@ std::vector<Line> header_lines(const RunData& run, const VariantTimeline& v, con
   return wrapped;
 }
 
-SvgLayout make_layout(const VariantTimeline& v, const std::vector<int>& shown, const SvgOptions& options,
-                      std::size_t header_lines) {
-  SvgLayout l;
+// The time the replays shown take: the first one's begin to the last one's end.
+std::pair<std::uint64_t, std::uint64_t> shown_span(const VariantTimeline& v, const std::vector<int>& shown) {
   std::uint64_t t0 = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t t1 = 0;
   for (const int r : shown) {
@@ -181,14 +184,24 @@ SvgLayout make_layout(const VariantTimeline& v, const std::vector<int>& shown, c
     t1 = std::max(t1, v.replays[static_cast<std::size_t>(r)].end_ns);
   }
   if (shown.empty()) t0 = t1 = 0;
+  return {t0, t1};
+}
+
+SvgLayout make_layout(const VariantTimeline& v, const std::vector<int>& shown, const SvgOptions& options,
+                      std::size_t header_lines, std::size_t nvtx_rows) {
+  SvgLayout l;
+  const auto [t0, t1] = shown_span(v, shown);
   l.t0 = t0;
+  l.t1 = t1;
   l.span_us = std::max(static_cast<double>(t1 - t0) / 1000.0, 1e-3);
   l.width = std::max(options.width_px, 600);
   l.plot_w = l.width - l.left - l.right;
   const double header_h = 26 + 16.0 * static_cast<double>(header_lines);
   l.lane_h = 46 + l.label_row_h * kSvgWaitLabelRows;  // ops bar 24, wait bar 8, label rows
   l.ranks = v.ranks;
-  l.lanes_top = header_h + 18;  // room for the replay labels
+  l.nvtx_top = header_h + 4;
+  // Room for the NVTX rows (and 8 px under them), then for the replay labels.
+  l.lanes_top = header_h + 18 + (nvtx_rows > 0 ? kSvgNvtxRowPx * static_cast<double>(nvtx_rows) + 8 : 0);
   l.axis_y = l.lanes_top + l.ranks * l.lane_h + 6;
   l.legend_y = l.axis_y + 44;
   l.height = l.legend_y + 30;
@@ -316,8 +329,72 @@ void draw_waits(std::string& out, const LayerGraph& g, const VariantTimeline& v,
   }
 }
 
+// NVTX rows: per rank's process, per thread a row for each depth of its push/pop ranges (the first
+// kSvgNvtxDepths) and a row per lane of its start/end ranges, where ranges overlap the time shown;
+// at most kSvgNvtxRows rows in all.
+struct NvtxRow {
+  std::size_t rank = 0;
+  const NvtxTimeline* timeline = nullptr;
+  bool push = true;
+  std::uint32_t thread = 0;  // push/pop rows
+  std::uint16_t depth = 0;   // the depth, or the lane of start/end ranges
+};
+
+std::vector<NvtxRow> nvtx_rows(const VariantRun& vr, std::uint64_t t0, std::uint64_t t1) {
+  std::vector<NvtxRow> rows;
+  for (std::size_t k = 0; k < vr.nvtx.size(); ++k) {
+    const NvtxTimeline* t = vr.nvtx[k].get();
+    if (t == nullptr) continue;
+    std::map<std::pair<bool, std::uint32_t>, std::uint16_t> depths;  // (start/end, thread) -> rows
+    for (const auto& r : t->ranges) {
+      if (r.start_ns > t1) break;  // ranges are by start
+      if (r.end_ns < t0 || (r.push && r.depth >= kSvgNvtxDepths)) continue;
+      auto& n = depths[{!r.push, r.push ? r.thread : 0}];
+      n = std::max<std::uint16_t>(n, static_cast<std::uint16_t>(r.depth + 1));
+    }
+    for (const auto& [key, n] : depths)
+      for (std::uint16_t d = 0; d < n && rows.size() < kSvgNvtxRows; ++d)
+        rows.push_back({k, t, !key.first, key.second, d});
+  }
+  return rows;
+}
+
+void draw_nvtx(std::string& out, const std::vector<NvtxRow>& rows, const SvgLayout& l) {
+  auto it = std::back_inserter(out);
+  constexpr std::array kFill = {"#d1c4e9", "#b39ddb", "#9575cd"};
+  std::size_t bars = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const NvtxRow& row = rows[i];
+    const double y = l.nvtx_top + kSvgNvtxRowPx * static_cast<double>(i);
+    const bool first = i == 0 || rows[i - 1].timeline != row.timeline || rows[i - 1].push != row.push ||
+                       rows[i - 1].thread != row.thread;
+    if (first)
+      fmt::format_to(it, "<text x=\"12\" y=\"{:.1f}\" fill=\"#4a148c\" font-size=\"10\">{}</text>\n", y + 10,
+                     row.push ? fmt::format("NVTX r{} thread {}", row.rank, row.thread)
+                              : fmt::format("NVTX r{} start/end", row.rank));
+    for (const auto& r : row.timeline->ranges) {
+      if (r.start_ns > l.t1 || bars >= kSvgNvtxBars) break;
+      if (r.end_ns < l.t0 || r.push != row.push || r.depth != row.depth || (r.push && r.thread != row.thread)) continue;
+      ++bars;
+      const double x0 = std::max(l.x_of(r.start_ns), l.left);
+      const double w = std::max(std::min(l.x_of(r.end_ns), l.left + l.plot_w) - x0, 0.6);
+      const std::string& name = row.timeline->names[r.name];
+      fmt::format_to(it,
+                     "<rect class=\"nvtx\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"11\" fill=\"{}\" "
+                     "stroke=\"#5e35b1\" stroke-width=\"0.5\"><title>{}</title></rect>\n",
+                     x0, y + 1, w, kFill[std::min<std::size_t>(row.depth, kFill.size() - 1)],
+                     xml_escape(fmt::format("NVTX {} (r{} thread {}): {:.1f} µs{}", name, row.rank, r.thread,
+                                            static_cast<double>(r.end_ns - r.start_ns) / 1000.0,
+                                            r.open ? ", not closed before the record file ended" : "")));
+      if (w > 4 + kSvgLabelCharPx * static_cast<double>(display_chars(name)))
+        fmt::format_to(it, "<text x=\"{:.2f}\" y=\"{:.1f}\" fill=\"#1a1a1a\" font-size=\"9\">{}</text>\n", x0 + 2,
+                       y + 10, xml_escape(name));
+    }
+  }
+}
+
 // The time axis, then a legend of the kinds this graph has and the wait mark.
-void draw_axis_and_legend(std::string& out, const LayerGraph& g, const SvgLayout& l) {
+void draw_axis_and_legend(std::string& out, const LayerGraph& g, const SvgLayout& l, bool nvtx) {
   auto it = std::back_inserter(out);
   fmt::format_to(it, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#000\"/>\n", l.left,
                  l.axis_y, l.left + l.plot_w, l.axis_y);
@@ -347,6 +424,11 @@ void draw_axis_and_legend(std::string& out, const LayerGraph& g, const SvgLayout
       "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"28\" height=\"14\" fill=\"url(#wait-hatch)\" stroke=\"#d32f2f\"/>"
       "<text x=\"{:.1f}\" y=\"{:.1f}\">wait (start - ready)</text>\n",
       lx, l.legend_y, lx + 32, l.legend_y + 11);
+  if (nvtx)
+    fmt::format_to(it,
+                   "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"#b39ddb\" stroke=\"#5e35b1\"/>"
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\">NVTX range open on the program's thread (host)</text>\n",
+                   lx + 180, l.legend_y, lx + 198, l.legend_y + 11);
 }
 
 }  // namespace
@@ -357,13 +439,16 @@ std::string render_timeline_svg(const RunData& run, const RunAnalysis& analysis,
   const VariantTimeline& v = analysis.variants.at(variant);
   const std::vector<int> shown = shown_replays(v, options);
   const std::vector<Line> header = header_lines(run, v, shown, std::max(options.width_px, 600));
-  const SvgLayout layout = make_layout(v, shown, options, header.size());
+  const auto [t0, t1] = shown_span(v, shown);
+  const std::vector<NvtxRow> nvtx = shown.empty() ? std::vector<NvtxRow>{} : nvtx_rows(vr, t0, t1);
+  const SvgLayout layout = make_layout(v, shown, options, header.size(), nvtx.size());
   std::string out;
   draw_frame(out, layout, header);
+  draw_nvtx(out, nvtx, layout);
   draw_lanes(out, run, v, shown, layout);
   std::vector<Mark> marks = draw_ops(out, vr.graph, v, shown, layout);
   draw_waits(out, vr.graph, v, std::move(marks), shown.size(), options, layout);
-  draw_axis_and_legend(out, vr.graph, layout);
+  draw_axis_and_legend(out, vr.graph, layout, !nvtx.empty());
   out += "</svg>\n";
   return out;
 }

@@ -236,6 +236,111 @@ EventText flow_arrows(const LayerGraph& g, const VariantTimeline& v, const Slice
   return events;
 }
 
+// NVTX tracks: a thread id per track clear of CUDA's stream ids (small counters), sorted above them.
+constexpr std::uint32_t kNvtxTid = 900'000'000;
+// Ranges shown per trace, and how long before a replay a range may end and still be shown: the
+// launch call (inside the range) comes before the GPU work.
+constexpr std::size_t kTraceMaxNvtxRanges = 100'000;
+constexpr std::uint64_t kNvtxLeadNs = 1'000'000;
+
+// The time windows of the replays shown, each from kNvtxLeadNs before a replay to its end; replays
+// shown one after another form one window (with the time between them), then sorted and merged.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> shown_windows(const VariantTimeline& v,
+                                                                   const std::function<bool(int)>& shown) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> raw;
+  int previous = -2;
+  for (int r = 0; r < v.replay_count && static_cast<std::size_t>(r) < v.replays.size(); ++r) {
+    const ReplayTimeline& rt = v.replays[static_cast<std::size_t>(r)];
+    if (!rt.present || !shown(r)) continue;
+    const std::uint64_t begin = rt.begin_ns > kNvtxLeadNs ? rt.begin_ns - kNvtxLeadNs : 0;
+    if (previous == r - 1 && !raw.empty()) raw.back().second = std::max(raw.back().second, rt.end_ns);
+    else raw.emplace_back(begin, rt.end_ns);
+    previous = r;
+  }
+  std::sort(raw.begin(), raw.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& w : raw) {
+    if (!out.empty() && w.first <= out.back().second) out.back().second = std::max(out.back().second, w.second);
+    else out.push_back(w);
+  }
+  return out;
+}
+
+struct NvtxTracks {
+  EventText names;   // track names, before any slice
+  EventText slices;  // the ranges
+  std::size_t shown = 0;
+  std::size_t overlapping = 0;  // ranges of the windows, shown or past kTraceMaxNvtxRanges
+};
+
+// Each rank's process's NVTX ranges around the replays shown, on the rank's process: a track per
+// thread with its push/pop ranges (complete events, nested by depth) and a track per lane of its
+// start/end ranges (which may overlap one another, so each lane holds ranges that do not).
+NvtxTracks nvtx_tracks(const RunData& run, const VariantRun& vr, const VariantTimeline& v, const Slices& slices,
+                       const std::vector<std::pair<std::uint64_t, std::uint64_t>>& windows, std::uint64_t base) {
+  NvtxTracks out;
+  const auto overlaps = [&](const NvtxRange& r) {
+    const auto w = std::lower_bound(windows.begin(), windows.end(), r.start_ns,
+                                    [](const auto& window, std::uint64_t t) { return window.second < t; });
+    return w != windows.end() && w->first <= r.end_ns;
+  };
+  for (std::size_t k = 0; k < vr.nvtx.size(); ++k) {
+    const NvtxTimeline* t = vr.nvtx[k].get();
+    if (t == nullptr) continue;
+    std::vector<const NvtxRange*> chosen;
+    std::set<std::uint32_t> threads;
+    std::set<std::uint16_t> lanes;
+    for (const auto& r : t->ranges) {
+      if (!overlaps(r)) continue;
+      ++out.overlapping;
+      if (out.shown >= kTraceMaxNvtxRanges) continue;
+      ++out.shown;
+      chosen.push_back(&r);
+      if (r.push) threads.insert(r.thread);
+      else lanes.insert(r.depth);
+    }
+    if (chosen.empty()) continue;
+    const int pid = static_cast<int>(k) + 1;
+    if (!slices.streams_of.count(pid) && k < v.rank_device.size())
+      out.names.add(
+          json{{"ph", "M"},
+               {"name", "process_name"},
+               {"pid", pid},
+               {"tid", 0},
+               {"args", {{"name", fmt::format("rank {} ({})", k, device_label(run.env, v.rank_device[k]))}}}});
+    std::map<std::pair<bool, std::uint32_t>, std::uint32_t> tid_of;  // (start/end, thread or lane) -> tid
+    for (const std::uint32_t th : threads) tid_of[{false, th}] = kNvtxTid + static_cast<std::uint32_t>(tid_of.size());
+    for (const std::uint16_t lane : lanes) tid_of[{true, lane}] = kNvtxTid + static_cast<std::uint32_t>(tid_of.size());
+    for (const auto& [key, tid] : tid_of) {
+      const std::string name = !key.first        ? fmt::format("NVTX (thread {})", key.second)
+                               : key.second == 0 ? std::string("NVTX start/end")
+                                                 : fmt::format("NVTX start/end (lane {})", key.second);
+      out.names.add(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
+      out.names.add(json{{"ph", "M"},
+                         {"name", "thread_sort_index"},
+                         {"pid", pid},
+                         {"tid", tid},
+                         {"args", {{"sort_index", static_cast<int>(tid - kNvtxTid) - 1000}}}});
+    }
+    for (const NvtxRange* r : chosen) {
+      // A range that began before the trace's time base is drawn from it (Perfetto's time starts there).
+      const std::uint64_t from = std::max(r->start_ns, base);
+      json args{{"thread", r->thread}, {"kind", r->push ? "push/pop" : "start/end"}, {"depth", r->depth}};
+      if (r->open) args["open_at_end"] = "not closed before the process's record file ended";
+      if (r->start_ns < base) args["began_us_before_trace"] = rel_us(base, r->start_ns);
+      out.slices.add(json{{"name", t->names[r->name]},
+                          {"cat", "nvtx"},
+                          {"ph", "X"},
+                          {"ts", rel_us(from, base)},
+                          {"dur", r->end_ns > from ? std::round(static_cast<double>(r->end_ns - from)) / 1000.0 : 0.0},
+                          {"pid", pid},
+                          {"tid", tid_of.at({!r->push, r->push ? r->thread : r->depth})},
+                          {"args", args}});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis, std::size_t variant,
@@ -256,27 +361,34 @@ std::string render_chrome_trace(const RunData& run, const RunAnalysis& analysis,
   // Names first, so viewers label the tracks before any slice arrives.
   const std::string shared = shared_gpu_note(run.env, v);
   EventText events = track_names(run, v, slices, shared);
+  NvtxTracks nvtx;
+  if (!vr.nvtx.empty()) nvtx = nvtx_tracks(run, vr, v, slices, shown_windows(v, shown), base);
+  events.add(nvtx.names);
   events.add(slices.events);
+  events.add(nvtx.slices);
   events.add(flow_arrows(vr.graph, v, slices, base));
   const std::string banner = collection_banner(v);
   if (!banner.empty())
     events.add(json{{"ph", "i"}, {"s", "g"}, {"name", banner}, {"pid", 1}, {"tid", 0}, {"ts", rel_us(base, base)}});
 
-  const json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
-                   {"variant", v.name},
-                   {"verdict", std::string(to_string(v.verdict))},
-                   {"verdict_basis", std::string(to_string(v.basis))},
-                   {"verdict_text", verdict_basis_text(v)},
-                   {"window_overlap", v.overlap.count ? fmt::format("{:.4f}", v.overlap.median) : "-"},
-                   {"busy_overlap", v.busy_overlap.count ? fmt::format("{:.4f}", v.busy_overlap.median) : "-"},
-                   {"thresholds", verdict_thresholds_text()},
-                   {"ranks_share_gpu", shared.empty() ? "no" : shared},
-                   {"collection_clean", v.health.clean() ? "true" : "false"},
-                   {"collection", v.health.clean() ? "clean" : banner},
-                   {"time_base_ns", fmt::format("{}", base)},
-                   {"replays_shown", fmt::format("{} of {} (the first {} and every outlier)", replays_shown,
-                                                 v.replay_count, options.max_replays)},
-                   {"started_at", run.env.started_at}};
+  json other{{"tool", fmt::format("tpgraph {} ({})", run.env.tool_version, run.env.git_revision)},
+             {"variant", v.name},
+             {"verdict", std::string(to_string(v.verdict))},
+             {"verdict_basis", std::string(to_string(v.basis))},
+             {"verdict_text", verdict_basis_text(v)},
+             {"window_overlap", v.overlap.count ? fmt::format("{:.4f}", v.overlap.median) : "-"},
+             {"busy_overlap", v.busy_overlap.count ? fmt::format("{:.4f}", v.busy_overlap.median) : "-"},
+             {"thresholds", verdict_thresholds_text()},
+             {"ranks_share_gpu", shared.empty() ? "no" : shared},
+             {"collection_clean", v.health.clean() ? "true" : "false"},
+             {"collection", v.health.clean() ? "clean" : banner},
+             {"time_base_ns", fmt::format("{}", base)},
+             {"replays_shown", fmt::format("{} of {} (the first {} and every outlier)", replays_shown, v.replay_count,
+                                           options.max_replays)},
+             {"started_at", run.env.started_at}};
+  if (!vr.nvtx.empty())
+    other["nvtx_ranges_shown"] = fmt::format("{} of the {} around the replays shown (at most {})", nvtx.shown,
+                                             nvtx.overlapping, kTraceMaxNvtxRanges);
   // The document's keys in the order a JSON object of them is written (sorted).
   std::string out = R"({"displayTimeUnit":"ns","otherData":)";
   out += other.dump();

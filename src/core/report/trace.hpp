@@ -2,7 +2,9 @@
 // open): a process per rank and its GPU, a thread per CUDA stream, one complete ("X") event per
 // CUPTI record (its wait and the wait's parts in args), flows for the graph's cross-rank edges and
 // from the node that held the GPU to each node that waited on it (contention), and the verdict,
-// its basis and the collection's health in metadata.
+// its basis and the collection's health in metadata. A traced program's NVTX ranges around the
+// replays shown get tracks of their own in each rank's process: one per thread (push/pop ranges,
+// nested) and one per lane of start/end ranges.
 #pragma once
 #include <cstddef>
 #include <string>
