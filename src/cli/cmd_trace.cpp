@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/app.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "core/analysis/timeline.hpp"
@@ -261,8 +262,8 @@ int run_trace(const TraceOptions& opts) {
   const auto recording_env = recording_environment(opts);
   const Resolved target = resolve_command(opts.command.front());
   if (target.error != 0) {
-    fmt::print(stderr, "tpgraph: {}: {}\n", opts.command.front(), target.why);
-    return target.error;
+    // Never throws (fmt::print to a closed stderr would): the documented 126/127 stays the exit code.
+    return report_failure(target.error, "", fmt::format("{}: {}", opts.command.front(), target.why));
   }
   const fs::path library = find_inject_library();
   const fs::path dir = opts.out.empty() ? new_default_trace_folder() : fs::path(opts.out);
@@ -278,10 +279,11 @@ int run_trace(const TraceOptions& opts) {
   try {
     written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean);
   } catch (const InputError& e) {
-    fmt::print(stderr, "tpgraph: the trace of {} could not be analysed: {}\n", opts.command.front(), e.what());
-    fmt::print(stderr, "tpgraph: the record files are kept in {}; 'tpgraph analyze {}' reads them again\n",
-               (dir / tracefile::kProcsFolder).string(), dir.string());
-    return code != 0 ? code : 2;
+    (void)report_failure(0, "",
+                         fmt::format("the trace of {} could not be analysed: {}", opts.command.front(), e.what()));
+    return report_failure(code != 0 ? code : 2, "",
+                          fmt::format("the record files are kept in {}; 'tpgraph analyze {}' reads them again",
+                                      (dir / tracefile::kProcsFolder).string(), dir.string()));
   }
   fmt::print("wrote {} files to {} · {} exited with {}\n", written, dir.string(), opts.command.front(), code);
   return code == 0 && opts.strict && !clean ? kNotCleanExit : code;

@@ -76,6 +76,11 @@ TEST_CASE("trace answers a missing or non-executable command as a shell would", 
       trace("--out '" + out.path.string() + "' -- '" + std::string(TPGRAPH_SOURCE_DIR) + "/README.md'");
   CHECK(plain.code == 126);
   CHECK(has(plain.text, "not executable"));
+  // With stderr closed the line cannot be written: the exit code stays the shell's.
+  const std::string closed = std::string("'") + TPGRAPH_BINARY + "' trace --out '" + out.path.string() +
+                             "' -- /nonexistent/program >/dev/null 2>&-";
+  const int raw = std::system(closed.c_str());
+  CHECK((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 127);
 }
 
 TEST_CASE("trace passes SIGTERM on to the command and exits as the command did", "[trace][cli]") {
