@@ -124,6 +124,17 @@ struct NvtxLog {
 
 // --- writing (the injection library) -----------------------------------------------------------
 
+// Little-endian u32 as the file stores it (chunk headers, the nvtx chunk's counts).
+inline void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+}
+// The u32 at `at` in `bytes` (the caller checked that four bytes are there).
+[[nodiscard]] inline std::uint32_t get_u32(std::string_view bytes, std::size_t at) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
 // The file's first 12 bytes.
 [[nodiscard]] std::string file_header();
 // One chunk: type, length and payload, ready for a single write().

@@ -4,20 +4,6 @@
 
 namespace tpgraph::tracefile {
 
-namespace {
-
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
-}
-
-std::uint32_t get_u32(std::string_view bytes, std::size_t at) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
-  return v;
-}
-
-}  // namespace
-
 std::string nvtx_chunk(const std::vector<std::pair<std::uint32_t, std::string>>& names,
                        const std::vector<WireNvtx>& events) {
   std::string payload;
