@@ -41,12 +41,22 @@ bool tell(const RangeEvent& event) {
   return l != nullptr && l(event);
 }
 
+// A wide name as text: its ASCII characters kept, any other one as '?' (names are labels here).
+std::string narrow(const wchar_t* text) {
+  std::string out;
+  if (text == nullptr) return out;
+  for (; *text != L'\0' && out.size() < 4096; ++text)
+    out.push_back(*text >= 0 && *text < 0x80 ? static_cast<char>(*text) : '?');
+  return out;
+}
+
 std::string message_of(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return {};
   if (a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii != nullptr) return a->message.ascii;
+  if (a->messageType == NVTX_MESSAGE_TYPE_UNICODE) return narrow(a->message.unicode);
   if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED && a->message.registered != nullptr)
     return *reinterpret_cast<const std::string*>(a->message.registered);
-  return {};  // wide strings are not read
+  return {};
 }
 
 int push(nvtxDomainHandle_t domain, std::string name) {
@@ -99,6 +109,9 @@ void end(nvtxRangeId_t id) {
 
 // The handlers NVTX calls in place of its no-ops.
 int NVTX_API push_a(const char* message) { return push(nullptr, message != nullptr ? message : ""); }
+// The wide forms too: a wide push left to NVTX's no-op would unpair the next pop.
+int NVTX_API push_w(const wchar_t* message) { return push(nullptr, narrow(message)); }
+nvtxRangeId_t NVTX_API start_w(const wchar_t* message) { return start(narrow(message)); }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return push(nullptr, message_of(a)); }
 int NVTX_API pop_default() { return pop(nullptr); }
 nvtxRangeId_t NVTX_API start_a(const char* message) { return start(message != nullptr ? message : ""); }
@@ -116,6 +129,11 @@ nvtxStringHandle_t NVTX_API register_string_a(nvtxDomainHandle_t, const char* te
   if (g_registered.size() >= kMaxTable) return nullptr;        // its ranges are then unnamed
   const std::string& kept = *g_registered.insert(text).first;  // set nodes never move
   return reinterpret_cast<nvtxStringHandle_t>(const_cast<std::string*>(&kept));
+}
+nvtxStringHandle_t NVTX_API register_string_w(nvtxDomainHandle_t domain, const wchar_t* text) {
+  if (text == nullptr) return nullptr;
+  const std::string narrowed = narrow(text);
+  return register_string_a(domain, narrowed.c_str());
 }
 
 template <class Fn>
@@ -142,7 +160,9 @@ int install(NvtxGetExportTableFunc_t get_export_table) {
   const bool ok = put(core, core_size, NVTX_CBID_CORE_RangePushA, &push_a) &&
                   put(core, core_size, NVTX_CBID_CORE_RangePop, &pop_default);
   (void)put(core, core_size, NVTX_CBID_CORE_RangePushEx, &push_ex);
+  (void)put(core, core_size, NVTX_CBID_CORE_RangePushW, &push_w);
   (void)put(core, core_size, NVTX_CBID_CORE_RangeStartA, &start_a);
+  (void)put(core, core_size, NVTX_CBID_CORE_RangeStartW, &start_w);
   (void)put(core, core_size, NVTX_CBID_CORE_RangeStartEx, &start_ex);
   (void)put(core, core_size, NVTX_CBID_CORE_RangeEnd, &end_default);
   NvtxFunctionTable core2 = nullptr;
@@ -154,6 +174,7 @@ int install(NvtxGetExportTableFunc_t get_export_table) {
     (void)put(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, &domain_start_ex);
     (void)put(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, &domain_end);
     (void)put(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_string_a);
+    (void)put(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &register_string_w);
   }
   if (ok) g_installed.store(true);
   return ok ? 1 : 0;

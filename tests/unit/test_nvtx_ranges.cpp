@@ -65,6 +65,25 @@ TEST_CASE("NVTX push and pop ranges reach the library through NVTX's own tables"
   CHECK(nvtx::calls_seen() >= 6);
 }
 
+TEST_CASE("NVTX wide-string ranges are kept too, so the next pop stays paired", "[nvtx]") {
+  nvtxRangePushA("outer");
+  CHECK(nvtxRangePushW(L"wide \u00e9tape") == 1);
+  CHECK(nvtx::open_here() == Names{"outer", "wide ?tape"});
+  nvtxEventAttributes_t unicode = ascii("");
+  unicode.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+  unicode.message.unicode = L"layer";
+  nvtxRangePushEx(&unicode);
+  CHECK(nvtx::open_here() == Names{"outer", "wide ?tape", "layer"});
+  const nvtxStringHandle_t handle = nvtxDomainRegisterStringW(nullptr, L"registered");
+  REQUIRE(handle != nullptr);
+  CHECK(handle == nvtxDomainRegisterStringA(nullptr, "registered"));
+  nvtxRangePop();
+  nvtxRangePop();
+  CHECK(nvtx::open_here() == Names{"outer"});  // the wide push was the one popped
+  nvtxRangePop();
+  CHECK(nvtx::open_here().empty());
+}
+
 TEST_CASE("NVTX domain ranges keep a stack per domain; registered strings name them", "[nvtx]") {
   // Two domains told apart by their handles (the program's own nvtxDomainCreate stays NVTX's no-op).
   auto* const a = reinterpret_cast<nvtxDomainHandle_t>(std::uintptr_t{0x1000});
