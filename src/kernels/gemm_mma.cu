@@ -165,6 +165,132 @@ __device__ __forceinline__ void store_pair(float* y, const float (&xs_pair)[2], 
   }
 }
 
+// This thread's pieces of the routed rows: the same 16-byte pieces of every chunk, as sources (the
+// first round's chunk 0), ring offsets and byte counts. Rows past the block's end are zero-filled
+// (cp.async with 0 source bytes); a destination of all ones marks a thread with no piece there.
+template <int kWarps, int kN8, int kPiecesPerThread>
+__device__ __forceinline__ void set_up_pieces(const __half* (&piece_src)[kPiecesPerThread],
+                                              std::uint32_t (&piece_dst)[kPiecesPerThread],
+                                              int (&piece_bytes)[kPiecesPerThread], const GemmArgs& args,
+                                              std::uint32_t b_base, int row_begin, int block_rows) {
+  constexpr int kThreads = 32 * kWarps;
+  constexpr int kPieces = 8 * kN8 * 8;  // 16-byte pieces of routed rows per chunk
+  const __half* x16 = reinterpret_cast<const __half*>(args.x16_bits);
+#pragma unroll
+  for (int i = 0; i < kPiecesPerThread; ++i) {
+    const int p = threadIdx.x + i * kThreads;
+    const int n = p / 8;
+    const int q = p % 8;
+    const bool valid = p < kPieces && n < block_rows;
+    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : row_begin) * args.in_cols + q * 8;
+    piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>(n * kBRowStride + q * 16) : 0xffffffffu;
+    piece_bytes[i] = valid ? 16 : 0;
+  }
+}
+
+// The MMAs of one chunk: a warp's weight fragment against the routed rows of one ring slot, read by
+// ldmatrix. The row addresses: x4 covers n8 tiles (2p, 2p+1) x k 0-7 / 8-15; x2 the last odd tile.
+template <bool kV2, int kN8>
+struct ChunkMma {
+  static constexpr int kStageBytes = mma_stage_bytes(kN8);
+  std::uint32_t lane_x4;
+  std::uint32_t lane_x2;
+
+  __device__ __forceinline__ ChunkMma(std::uint32_t b_base, int lane) {
+    const int mat = lane / 8;
+    lane_x4 = b_base + static_cast<std::uint32_t>(((mat / 2) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+    lane_x2 = b_base + static_cast<std::uint32_t>(((kN8 - 1) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+  }
+  // acc += the weights f (decoded k16 step by k16 step) x the routed rows in ring slot `stage`.
+  __device__ __forceinline__ void operator()(float (&acc)[kN8][4], const Fragment& f, int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      std::uint32_t b[kN8][2];
+#pragma unroll
+      for (int n = 0; n + 1 < kN8; n += 2) {
+        std::uint32_t r[4];
+        detail::ldmatrix_x4_at(r, lane_x4 +
+                                      static_cast<std::uint32_t>(stage * kStageBytes + n * 8 * kBRowStride + kk * 32));
+        b[n][0] = r[0];
+        b[n][1] = r[1];
+        b[n + 1][0] = r[2];
+        b[n + 1][1] = r[3];
+      }
+      if constexpr (kN8 % 2 == 1) {
+        detail::ldmatrix_x2_at(b[kN8 - 1], lane_x2 + static_cast<std::uint32_t>(stage * kStageBytes + kk * 32));
+      }
+      std::uint32_t a[4];
+      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+#pragma unroll
+      for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[n], a, b[n]);
+    }
+  }
+};
+
+// The routed rows' activation scales, for the epilogue: copied with the first ring group, so they
+// are in shared memory (zeros past the block's rows) when the last chunk is done (global loads
+// right before the stores were 4.5% of the down GEMM's stall samples at t=416).
+template <int kN8>
+__device__ __forceinline__ void load_scales(const GemmArgs& args, float* xs_s, int row_begin, int block_rows) {
+  if (threadIdx.x < 8 * kN8) {
+    const int n = threadIdx.x;
+    detail::cp_async4_at(detail::smem_address(xs_s + n), args.xs + row_begin + (n < block_rows ? n : 0),
+                         n < block_rows ? 4 : 0);
+  }
+}
+
+// The ring's prologue: its first kBStages - 1 groups of kSub chunks, one cp.async group each.
+template <int kSub, typename LoadB>
+__device__ __forceinline__ void fill_ring(const LoadB& load_b, int chunks) {
+#pragma unroll
+  for (int s = 0; s < kBStages - 1; ++s) {
+#pragma unroll
+    for (int j = 0; j < kSub; ++j) {
+      if (s * kSub + j < chunks) load_b(s * kSub + j, s * kSub + j);
+    }
+    cp_async_commit();
+  }
+}
+
+// The main loop, kPipeRound chunks per unrolled round. The ring: kSlots slots of one chunk. The
+// loads go in groups of kSub chunks (one cp.async group each), kBStages - 1 groups ahead, and the
+// warps meet at one block barrier per group.
+template <bool kV2, int kN8, int kSub, typename LoadB, int kPiecesPerThread>
+__device__ __forceinline__ void mma_rounds(const LoadB& load_b, const __half* (&piece_src)[kPiecesPerThread],
+                                           WeightPipe<kV2>& weights, const WarpWeightCopies& copies,
+                                           const ChunkMma<kV2, kN8>& compute, float (&acc)[kN8][4], int chunks,
+                                           int warp, int lane) {
+  constexpr int kSlots = kBStages * kSub;  // ring slots of one chunk each; kSub chunks per block barrier
+  static_assert(kPipeRound % kSlots == 0, "one unrolled round covers the weight pipe and the routed-row ring");
+  for (int round = 0; round * kPipeRound < chunks; ++round) {
+#pragma unroll
+    for (int d = 0; d < kPipeRound; ++d) {
+      const int chunk = round * kPipeRound + d;
+      if (chunk < chunks) {
+        if (d % kSub == 0) {
+          cp_async_wait<kBStages - 2>();
+          __syncthreads();  // the chunks' rows are in; every warp is done with the slots refilled next
+          if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && lane == 0) {
+            // The warp is done with the previous group: its stage takes the group after this one.
+            const int next = chunk / kPipeGroup + kPipeStages - 1;
+            if (next < copies.groups) copies.issue(next, warp);
+          }
+#pragma unroll
+          for (int j = 0; j < kSub; ++j) {
+            const int ahead = (kBStages - 1) * kSub + j;
+            if (chunk + ahead < chunks) load_b((d + ahead) % kSlots, d + ahead);
+          }
+          cp_async_commit();
+        }
+        compute(acc, weights.get(d, round), d % kSlots);
+        weights.release(d, round);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kPiecesPerThread; ++i) piece_src[i] += kPipeRound * kChunkElems;
+  }
+}
+
 // One block: kWarps x 16 weight rows of one expert, up to 8*kN8 routed rows.
 template <bool kV2, int kWarps, int kN8, int kSub>
 __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* smem, int expert, int row_block,
@@ -172,10 +298,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   using Storage = MmaSharedStorage<kV2, kWarps, kN8, kSub>;
   constexpr int kThreads = 32 * kWarps;
   constexpr int kStageBytes = mma_stage_bytes(kN8);
-  constexpr int kSlots = kBStages * kSub;  // ring slots of one chunk each; kSub chunks per block barrier
-  static_assert(kPipeRound % kSlots == 0, "one unrolled round covers the weight pipe and the routed-row ring");
-  constexpr int kBlockTokens = 8 * kN8;
-  constexpr int kPieces = kBlockTokens * 8;  // 16-byte pieces of routed rows per chunk
+  constexpr int kPieces = 8 * kN8 * 8;  // 16-byte pieces of routed rows per chunk
   constexpr int kPiecesPerThread = (kPieces + kThreads - 1) / kThreads;
   Storage& shared = *reinterpret_cast<Storage*>(smem);
   const int chunks = args.in_cols / kChunkElems;
@@ -187,23 +310,13 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   const bool tile_valid = tile < args.out_rows / 16;
   const std::uint8_t* matrix = args.weights + static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
 
-  // Routed rows: each thread copies the same pieces of every chunk; rows past the block's end are
-  // zero-filled (cp.async with 0 source bytes).
-  const __half* x16 = reinterpret_cast<const __half*>(args.x16_bits);
+  // Routed rows: this thread's pieces of every chunk, declared here and filled by set_up_pieces (as
+  // members of a struct they changed the generated SASS).
   const __half* piece_src[kPiecesPerThread];
   std::uint32_t piece_dst[kPiecesPerThread];
   int piece_bytes[kPiecesPerThread];
   const std::uint32_t b_base = detail::smem_address(shared.ring);
-#pragma unroll
-  for (int i = 0; i < kPiecesPerThread; ++i) {
-    const int p = threadIdx.x + i * kThreads;
-    const int n = p / 8;
-    const int q = p % 8;
-    const bool valid = p < kPieces && n < block_rows;
-    piece_src[i] = x16 + static_cast<std::int64_t>(valid ? row_begin + n : row_begin) * args.in_cols + q * 8;
-    piece_dst[i] = p < kPieces ? b_base + static_cast<std::uint32_t>(n * kBRowStride + q * 16) : 0xffffffffu;
-    piece_bytes[i] = valid ? 16 : 0;
-  }
+  set_up_pieces<kWarps, kN8>(piece_src, piece_dst, piece_bytes, args, b_base, row_begin, block_rows);
   // Chunk `rel` of the current round (rel a constant after unrolling: the address is an immediate
   // offset from the round's pointer, which moves once per round).
   auto load_b = [&](int stage, int rel) {
@@ -233,83 +346,14 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 #pragma unroll
     for (int v = 0; v < 4; ++v) acc[n][v] = 0.0f;
 
-  // ldmatrix row addresses: x4 covers n8 tiles (2p, 2p+1) x k 0-7 / 8-15; x2 the last odd tile.
-  const int mat = lane / 8;
-  const std::uint32_t lane_x4 =
-      b_base + static_cast<std::uint32_t>(((mat / 2) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
-  const std::uint32_t lane_x2 =
-      b_base + static_cast<std::uint32_t>(((kN8 - 1) * 8 + lane % 8) * kBRowStride + (mat % 2) * 16);
+  const ChunkMma<kV2, kN8> compute(b_base, lane);
 
-  auto compute = [&](const Fragment& f, int stage) {
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      std::uint32_t b[kN8][2];
-#pragma unroll
-      for (int n = 0; n + 1 < kN8; n += 2) {
-        std::uint32_t r[4];
-        detail::ldmatrix_x4_at(r, lane_x4 +
-                                      static_cast<std::uint32_t>(stage * kStageBytes + n * 8 * kBRowStride + kk * 32));
-        b[n][0] = r[0];
-        b[n][1] = r[1];
-        b[n + 1][0] = r[2];
-        b[n + 1][1] = r[3];
-      }
-      if constexpr (kN8 % 2 == 1) {
-        detail::ldmatrix_x2_at(b[kN8 - 1], lane_x2 + static_cast<std::uint32_t>(stage * kStageBytes + kk * 32));
-      }
-      std::uint32_t a[4];
-      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
-#pragma unroll
-      for (int n = 0; n < kN8; ++n) detail::mma_16816(acc[n], a, b[n]);
-    }
-  };
-
-  // The routed rows' activation scales, for the epilogue: copied with the first ring group, so they
-  // are in shared memory (zeros past the block's rows) when the last chunk is done (global loads
-  // right before the stores were 4.5% of the down GEMM's stall samples at t=416).
+  // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
+  // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
-  if (threadIdx.x < kBlockTokens) {
-    const int n = threadIdx.x;
-    detail::cp_async4_at(detail::smem_address(xs_s + n), args.xs + row_begin + (n < block_rows ? n : 0),
-                         n < block_rows ? 4 : 0);
-  }
-  // The ring: kSlots slots of one chunk. The loads go in groups of kSub chunks (one cp.async group
-  // each), kBStages - 1 groups ahead, and the warps meet at one block barrier per group.
-#pragma unroll
-  for (int s = 0; s < kBStages - 1; ++s) {
-#pragma unroll
-    for (int j = 0; j < kSub; ++j) {
-      if (s * kSub + j < chunks) load_b(s * kSub + j, s * kSub + j);
-    }
-    cp_async_commit();
-  }
-  for (int round = 0; round * kPipeRound < chunks; ++round) {
-#pragma unroll
-    for (int d = 0; d < kPipeRound; ++d) {
-      const int chunk = round * kPipeRound + d;
-      if (chunk < chunks) {
-        if (d % kSub == 0) {
-          cp_async_wait<kBStages - 2>();
-          __syncthreads();  // the chunks' rows are in; every warp is done with the slots refilled next
-          if (kV2 && d % kPipeGroup == 0 && chunk >= kPipeGroup && lane == 0) {
-            // The warp is done with the previous group: its stage takes the group after this one.
-            const int next = chunk / kPipeGroup + kPipeStages - 1;
-            if (next < copies.groups) copies.issue(next, warp);
-          }
-#pragma unroll
-          for (int j = 0; j < kSub; ++j) {
-            const int ahead = (kBStages - 1) * kSub + j;
-            if (chunk + ahead < chunks) load_b((d + ahead) % kSlots, d + ahead);
-          }
-          cp_async_commit();
-        }
-        compute(weights.get(d, round), d % kSlots);
-        weights.release(d, round);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kPiecesPerThread; ++i) piece_src[i] += kPipeRound * kChunkElems;
-  }
+  load_scales<kN8>(args, xs_s, row_begin, block_rows);
+  fill_ring<kSub>(load_b, chunks);
+  mma_rounds<kV2, kN8, kSub>(load_b, piece_src, weights, copies, compute, acc, chunks, warp, lane);
   cp_async_wait<0>();
 
   if (!tile_valid) return;

@@ -30,6 +30,8 @@ constexpr int kWgStages = 6;
 constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower).
 constexpr int kWgPending = 1;
+static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
+static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
@@ -204,78 +206,13 @@ struct WgWeights<false, kTileStep> {
   __device__ __forceinline__ void inval(int, int) const {}
 };
 
-// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
-// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
-// and the weight pipes run on into the next row block while the current one is finished: its
-// outputs go straight from registers to y, except the last row block's, which are staged in shared
-// memory (free by then) and written with coalesced 16-byte stores.
-// A pair block (plan_gate_up) is the partial last row block of this GEMM and of the partner: the
-// warpgroups past this GEMM's rows compute the partner's same rows from the same routed rows.
-// kPair: a pair block's code is its own instance, so the other blocks' registers are those of a
-// kernel without pairs.
-template <bool kV2, int kWarpgroups, int kN, bool kPair>
-__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
-                                            const BlockWork& work) {
-  static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
-  static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
-  static_assert(kN <= kWgmmaMaxTokens && 2 * kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
-  using Storage = WgSharedStorage<kV2, kWarpgroups>;
-  constexpr int kRows = 64 * kWarpgroups;
-  Storage& shared = *reinterpret_cast<Storage*>(smem);
-  const int expert = work.expert;
-  const int row_block0 = work.row_block;
-  const int items = work.items;
-  const int row_begin = work.begin;
-  const int block_rows = work.rows;
-  const int chunks = args.in_cols / kChunkElems;
-  const int total = chunks * items;
-  const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
-  const int lane = threadIdx.x % 32;
-  const int g = lane / 4;
-  const int t = lane % 4;
-  // In a pair block the warpgroups from `partial_groups` on take the partner's rows, as warps
-  // 0, 1, ... of the same row block.
-  const int partial_groups = (args.out_rows % kRows) / 64;
-  const bool partner = kPair && warp >= 4 * partial_groups;
-  const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
-  // A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
-  // 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
-  // tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
-  // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
-  // block of its own (items == 1), a pair block where the partner's rows fill the idle warpgroups.
-  const bool group_active = (tile0 & ~3) < args.out_rows / 16;
-  const std::uint8_t* matrix = (partner ? args.partner_weights : args.weights) +
-                               static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
-
-  // Shared-window addresses of the storage's members, as offsets from the ring's: one address
-  // conversion, and the barrier addresses stay immediates from it.
-  float* xs_s = shared.xs;
-  float* xs_partner = shared.xs + kWgmmaMaxTokens;
-  const std::uint32_t b_base = detail::smem_address(shared.ring);
-  auto from_ring = [&](std::size_t member_offset) {
-    return b_base + static_cast<std::uint32_t>(member_offset - offsetof(Storage, ring));
-  };
-  std::uint32_t pipe_base = 0;
-  if constexpr (kV2) pipe_base = from_ring(offsetof(Storage, pipes));
-  const int weight_chunks = group_active ? total : 0;  // an idle warpgroup's pipe has none
-  WgWeights<kV2, 4 * kWarpgroups> weights(matrix, group_active ? tile0 : 0, chunks, weight_chunks, lane,
-                                          PipeLayout{pipe_base, 4 * kWarpgroups}, warp);
-  float acc[kN / 2];
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
-
-  // The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
-  // chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
-  // completes when the copies have landed. Chunk gc + kWgAhead is loaded while chunk gc is
-  // computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
-  // loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone as the producer,
-  // warp 0 carried an empty wait and N/16 copies per chunk on top of its share of the math, every
-  // other warp waited for its copies (28% of the stall samples on full[s]), and gate took 504 us
-  // instead of 476 at t=4096. Rows past the block's end come with the copies (zeros past the
-  // matrix, the next expert's rows otherwise): they only feed output columns that are never stored.
-  const std::uint32_t full_bars = from_ring(offsetof(Storage, full));
-  const std::uint32_t empty_bars = from_ring(offsetof(Storage, empty));
-  const bool producer = threadIdx.x == 0;
+// The ring's barriers (thread 0) and the routed rows' scales, before anyone uses them. Per routed
+// row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by 2^14 is
+// exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
+template <int kWarpgroups, int kN, bool kPair>
+__device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, std::uint32_t full_bars,
+                                                        std::uint32_t empty_bars, bool producer, float* xs_s,
+                                                        float* xs_partner, int expert, int row_begin, int block_rows) {
   if (producer) {
 #pragma unroll
     for (int i = 0; i < kWgStages; ++i) {
@@ -284,8 +221,6 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
     }
     detail::fence_mbarrier_init();
   }
-  // Per routed row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by
-  // 2^14 is exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
   const float ts = args.tensor_scale[expert];
   const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
   for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
@@ -294,102 +229,106 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       xs_partner[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts_partner), 16384.0f) : 0.0f;
   }
   __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
-  const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
-  auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
-    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
-    detail::mbar_expect_tx(bar, kN * 128);
-    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
-#pragma unroll
-    for (int r = 0; r < kN; r += 16) {
-      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row_begin + r, bar);
-    }
-  };
+}
 
-  int load_c = 0;  // the routed-row chunk loaded next (they repeat for every row block)
+// The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
+// chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
+// completes when the copies have landed. Chunk gc + kWgAhead is loaded while chunk gc is
+// computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
+// loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone as the producer,
+// warp 0 carried an empty wait and N/16 copies per chunk on top of its share of the math, every
+// other warp waited for its copies (28% of the stall samples on full[s]), and gate took 504 us
+// instead of 476 at t=4096. Rows past the block's end come with the copies (zeros past the
+// matrix, the next expert's rows otherwise): they only feed output columns that are never stored.
+// Here lane 0 of warp gc % warps, whose turn chunk gc is (stage s, phase parity), loads routed-row
+// chunk load_c as chunk gc + kWgAhead.
+template <typename LoadB>
+__device__ __forceinline__ void refill_ring(const LoadB& load_b, int gc, int s, std::uint32_t parity, int load_c,
+                                            std::uint32_t empty_bars) {
+  // Chunk gc + kWgAhead goes to the stage last used by chunk gc + kWgAhead - kWgStages: in
+  // this round if that stage comes before s, else in the previous one.
+  constexpr int kBack = kWgStages - kWgAhead;
+  const bool same_round = s >= kBack;
+  const int refill = same_round ? s - kBack : s + kWgAhead;
+  if (gc + kWgAhead >= kWgStages) {
+    // The stage's previous use must have been drained.
+    detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
+  }
+  load_b(refill, load_c);
+}
+
+// The ring's first kWgAhead chunks, loaded by thread 0 (the producer). Returns the routed-row chunk
+// loaded next (they repeat for every row block): every warp tracks it, as after these the warps take
+// turns to issue the copies (chunk gc + kWgAhead by warp gc % warps, refill_ring).
+template <typename LoadB>
+__device__ __forceinline__ int start_ring(const LoadB& load_b, bool producer, int chunks, int total) {
+  int load_c = 0;
   if (producer) {
     for (int s = 0; s < kWgAhead && s < total; ++s) {
       load_b(s, load_c);
       if (++load_c == chunks) load_c = 0;
     }
   }
-  // Every warp tracks the chunk loaded next: after the first ones (thread 0), the warps take turns
-  // to issue the copies (chunk gc + kWgAhead by warp gc % warps).
-  load_c = kWgAhead % chunks;
+  return kWgAhead % chunks;
+}
 
-  // The ring's descriptors by their low word: stage s, k16 step kk at desc_base + s * 1280 + 2 * kk
-  // (the address field counts 16 bytes), the high word a constant.
-  const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
-  int gc = 0;
-  for (int item = 0; item < items; ++item) {
-    for (int c = 0; c < chunks; ++c, ++gc) {
-      const int s = RingOrder<kWgStages>::stage(gc);
-      const std::uint32_t parity = RingOrder<kWgStages>::phase(gc);
-      const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
-      const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
-      const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));
-      if (lane == 0 && warp == turn && gc + kWgAhead < total) {
-        // Chunk gc + kWgAhead goes to the stage last used by chunk gc + kWgAhead - kWgStages: in
-        // this round if that stage comes before s, else in the previous one.
-        constexpr int kBack = kWgStages - kWgAhead;
-        const bool same_round = s >= kBack;
-        const int refill = same_round ? s - kBack : s + kWgAhead;
-        if (gc + kWgAhead >= kWgStages) {
-          // The stage's previous use must have been drained.
-          detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
-        }
-        load_b(refill, load_c);
-      }
-      if (++load_c == chunks) load_c = 0;
-      detail::mbar_wait(full_bars + 8 * s, parity);
-      // Once kWgPending k16 steps of this chunk are in flight, every wgmma of the previous chunk
-      // is complete: its stage is free (an idle warpgroup read nothing and says so at once).
-      const bool release_previous = gc > 0;
-      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? kWgStages - 1 : s - 1);
-      if (group_active) {
-        const Fragment f = weights.get(gc, s8, parity8, lane);
-        const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (kWgStageBytes >> 4));
+// A warp's k16 steps of one chunk: the weights f, decoded step by step into the A fragment, against
+// the routed rows in stage s. The ring's descriptors by their low word: stage s, k16 step kk at
+// desc_base + s * 1280 + 2 * kk (the address field counts 16 bytes), the high word a constant.
+// Once kWgPending steps are in flight, every wgmma of the previous chunk is complete: lane 0
+// releases its stage (previous_empty).
+template <bool kV2, int kN>
+__device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment& f, std::uint32_t desc_base, int s,
+                                            bool release_previous, std::uint32_t previous_empty, int lane) {
+  const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (kWgStageBytes >> 4));
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          std::uint32_t a[4];
-          detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
-          detail::wgmma_fence();
-          detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128_lo(desc + static_cast<std::uint32_t>(2 * kk)));
-          detail::wgmma_commit();
-          detail::wgmma_wait<kWgPending>();
-          if (kk == kWgPending - 1 && release_previous && lane == 0) detail::mbar_arrive(previous_empty);
-        }
-        weights.release(gc, s8, chunks, total, lane);
-      } else if (release_previous && lane == 0) {
-        detail::mbar_arrive(previous_empty);
-      }
-    }
-    if (item + 1 == items) break;
-    // A row block before the last: its outputs straight from registers (the next row block's
-    // weights and routed rows are already on their way).
-    detail::wgmma_wait<0>();
-    {
-      // One running address (the compiler would otherwise keep every store's address live).
-      float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows +
-                   (tile0 + item * 4 * kWarpgroups) * 16 + g;
-      const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
-#pragma unroll
-      for (int j = 0; j < kN / 8; ++j) {
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int n = j * 8 + 2 * t + c;
-          const float scale = xs_s[n];
-          detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
-          out += c == 0 ? step : 7 * step;
-        }
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+  for (int kk = 0; kk < 4; ++kk) {
+    std::uint32_t a[4];
+    detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+    detail::wgmma_fence();
+    detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128_lo(desc + static_cast<std::uint32_t>(2 * kk)));
+    detail::wgmma_commit();
+    detail::wgmma_wait<kWgPending>();
+    if (kk == kWgPending - 1 && release_previous && lane == 0) detail::mbar_arrive(previous_empty);
   }
-  detail::wgmma_wait<0>();
+}
 
-  // The last row block: staged in shared memory as [routed row][out row] (the pad per row makes
-  // the fragment writes hit distinct banks), then 16-byte stores, each warp a whole 1 KB row.
+// A row block before the last: its outputs straight from registers (the next row block's weights
+// and routed rows are already on their way), then the accumulators start again from zero.
+template <int kN>
+__device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&acc)[kN / 2], const float* xs_s,
+                                                int row_begin, int block_rows, int tile, int g, int t) {
+  detail::wgmma_wait<0>();
+  {
+    // One running address (the compiler would otherwise keep every store's address live).
+    float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows + tile * 16 + g;
+    const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int n = j * 8 + 2 * t + c;
+        const float scale = xs_s[n];
+        detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+        out += c == 0 ? step : 7 * step;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+}
+
+// The last row block's outputs: staged in shared memory as [routed row][out row] over the ring
+// (the pad per row makes the fragment writes hit distinct banks), whose barriers are retired first,
+// then 16-byte stores, each warp a whole 1 KB row.
+template <bool kV2, int kWarpgroups, int kN, bool kPair>
+__device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
+                                                     const WgWeights<kV2, 4 * kWarpgroups>& weights,
+                                                     const float (&acc)[kN / 2], std::uint8_t* smem, const float* xs_s,
+                                                     const float* xs_partner, bool partner, std::uint32_t full_bars,
+                                                     int weight_chunks, int row_block0, int tile0, int items,
+                                                     int row_begin, int block_rows, int warp, int lane, int g, int t) {
+  constexpr int kRows = 64 * kWarpgroups;
   constexpr int kStride = kRows + 4;
   __syncthreads();  // every warp is done with the ring, the weight stages and their barriers
   if (threadIdx.x < 2 * kWgStages) detail::mbar_inval(full_bars + 8 * threadIdx.x);  // full, then empty
@@ -431,6 +370,117 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       }
     }
   }
+}
+
+// One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
+// the same for every row block, so the ring keeps cycling through their chunks, and both the ring
+// and the weight pipes run on into the next row block while the current one is finished: its
+// outputs go straight from registers to y, except the last row block's, which are staged in shared
+// memory (free by then) and written with coalesced 16-byte stores.
+// A pair block (plan_gate_up) is the partial last row block of this GEMM and of the partner: the
+// warpgroups past this GEMM's rows compute the partner's same rows from the same routed rows.
+// kPair: a pair block's code is its own instance, so the other blocks' registers are those of a
+// kernel without pairs. In a pair block the warpgroups from `partial_groups` on take the partner's
+// rows, as warps 0, 1, ... of the same row block.
+// A warpgroup wholly past the last weight row (out rows not a multiple of the block's rows, e.g.
+// 640 = 2.5 x 256) only helps load the routed rows: no weight copies, no decode, no wgmma, so the
+// tensor cores serve the block's other warpgroups alone. Its warps agree (the test is per
+// warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
+// block of its own (items == 1), a pair block where the partner's rows fill the idle warpgroups.
+template <bool kV2, int kWarpgroups, int kN, bool kPair>
+__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+                                            const BlockWork& work) {
+  static_assert(kN <= kWgmmaMaxTokens && 2 * kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
+  using Storage = WgSharedStorage<kV2, kWarpgroups>;
+  constexpr int kRows = 64 * kWarpgroups;
+  Storage& shared = *reinterpret_cast<Storage*>(smem);
+  const int expert = work.expert;
+  const int row_block0 = work.row_block;
+  const int items = work.items;
+  const int row_begin = work.begin;
+  const int block_rows = work.rows;
+  const int chunks = args.in_cols / kChunkElems;
+  const int total = chunks * items;
+  const int warp = threadIdx.x / 32;  // warpgroup warp / 4, row tile warp % 4 within it
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  // This warp's first tile: in a pair block, warpgroups from partial_groups on take the partner's
+  // rows; a warpgroup past the last weight row is idle (both above the function).
+  const int partial_groups = (args.out_rows % kRows) / 64;
+  const bool partner = kPair && warp >= 4 * partial_groups;
+  const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
+  const bool group_active = (tile0 & ~3) < args.out_rows / 16;
+  const std::uint8_t* matrix = (partner ? args.partner_weights : args.weights) +
+                               static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+
+  // Shared-window addresses of the storage's members, as offsets from the ring's: one address
+  // conversion, and the barrier addresses stay immediates from it.
+  float* xs_s = shared.xs;
+  float* xs_partner = shared.xs + kWgmmaMaxTokens;
+  const std::uint32_t b_base = detail::smem_address(shared.ring);
+  auto from_ring = [&](std::size_t member_offset) {
+    return b_base + static_cast<std::uint32_t>(member_offset - offsetof(Storage, ring));
+  };
+  std::uint32_t pipe_base = 0;
+  if constexpr (kV2) pipe_base = from_ring(offsetof(Storage, pipes));
+  const int weight_chunks = group_active ? total : 0;  // an idle warpgroup's pipe has none
+  WgWeights<kV2, 4 * kWarpgroups> weights(matrix, group_active ? tile0 : 0, chunks, weight_chunks, lane,
+                                          PipeLayout{pipe_base, 4 * kWarpgroups}, warp);
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+
+  // The routed-row ring (refill_ring): its barriers, the copies of one chunk, the first chunks.
+  const std::uint32_t full_bars = from_ring(offsetof(Storage, full));
+  const std::uint32_t empty_bars = from_ring(offsetof(Storage, empty));
+  const bool producer = threadIdx.x == 0;
+  prepare_ring_and_scales<kWarpgroups, kN, kPair>(args, full_bars, empty_bars, producer, xs_s, xs_partner, expert,
+                                                  row_begin, block_rows);
+  const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
+  auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
+    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
+    detail::mbar_expect_tx(bar, kN * 128);
+    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
+#pragma unroll
+    for (int r = 0; r < kN; r += 16) {
+      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row_begin + r, bar);
+    }
+  };
+
+  int load_c = start_ring(load_b, producer, chunks, total);  // the routed-row chunk loaded next
+  const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
+  int gc = 0;
+  for (int item = 0; item < items; ++item) {
+    for (int c = 0; c < chunks; ++c, ++gc) {
+      const int s = RingOrder<kWgStages>::stage(gc);
+      const std::uint32_t parity = RingOrder<kWgStages>::phase(gc);
+      const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
+      const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
+      const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));  // who loads the next
+      if (lane == 0 && warp == turn && gc + kWgAhead < total) refill_ring(load_b, gc, s, parity, load_c, empty_bars);
+      if (++load_c == chunks) load_c = 0;
+      detail::mbar_wait(full_bars + 8 * s, parity);
+      // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
+      // warpgroup read nothing and says so at once).
+      const bool release_previous = gc > 0;
+      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? kWgStages - 1 : s - 1);
+      if (group_active) {
+        const Fragment f = weights.get(gc, s8, parity8, lane);
+        wgmma_chunk<kV2, kN>(acc, f, desc_base, s, release_previous, previous_empty, lane);
+        weights.release(gc, s8, chunks, total, lane);
+      } else if (release_previous && lane == 0) {
+        detail::mbar_arrive(previous_empty);
+      }
+    }
+    if (item + 1 == items) break;
+    store_row_block<kN>(args, acc, xs_s, row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g, t);
+  }
+  detail::wgmma_wait<0>();
+
+  store_last_row_block<kV2, kWarpgroups, kN, kPair>(args, weights, acc, smem, xs_s, xs_partner, partner, full_bars,
+                                                    weight_chunks, row_block0, tile0, items, row_begin, block_rows,
+                                                    warp, lane, g, t);
 }
 
 // The block's variant: N is its routed rows rounded up to 16.
