@@ -87,8 +87,8 @@ class Comparer {
     const double base = std::max(std::abs(m.shift.median_a), o_.practical_us);
     m.relative = m.shift.shift / base;
     const bool host = metric == Metric::launch;
-    const double floor_us = host ? std::max(o_.launch_us, o_.practical_us) : o_.practical_us;
-    const double fraction = host ? std::max(o_.launch_fraction, o_.practical_fraction) : o_.practical_fraction;
+    const double floor_us = host ? o_.launch_us_used() : o_.practical_us;
+    const double fraction = host ? o_.launch_fraction_used() : o_.practical_fraction;
     m.practical =
         std::abs(m.shift.shift) >= floor_us && std::abs(m.shift.shift) >= fraction * std::abs(m.shift.median_a);
     if (m.practical) {

@@ -18,6 +18,7 @@
 // 4. Comparability comes first: runs not clean, not steady, on another GPU model or driver, traced
 //    at another cost, or of different kinds (run vs trace) are not comparable; `gate` refuses them.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -84,6 +85,9 @@ struct DiffOptions {
   // differed by up to 8.7% (1.1 µs of 12 µs) in 8 to 13 of 20 pairs. Its change needs more.
   double launch_fraction = 0.15;
   double launch_us = 2.0;
+  // What a launch-cost change needs: these, or --threshold / --min-us where those ask for more.
+  [[nodiscard]] double launch_fraction_used() const { return std::max(launch_fraction, practical_fraction); }
+  [[nodiscard]] double launch_us_used() const { return std::max(launch_us, practical_us); }
   double max_tracing_cost_change = 0.05;  // |B's tracing cost / A's - 1| beyond this: not comparable
   std::uint64_t seed = 1;
   int resamples = stats::kDefaultResamples;

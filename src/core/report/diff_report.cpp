@@ -105,9 +105,8 @@ std::string rule_line(const RunDiff& d) {
       "bootstrap, {} resamples) excludes 0 and that is at least {:g}% and {:g} µs ({:g}% and {:g} µs for the host "
       "launch cost)\n",
       d.change_count(), d.metrics.size(), d.options.confidence * 100, d.options.resamples,
-      d.options.practical_fraction * 100, d.options.practical_us,
-      std::max(d.options.launch_fraction, d.options.practical_fraction) * 100,
-      std::max(d.options.launch_us, d.options.practical_us));
+      d.options.practical_fraction * 100, d.options.practical_us, d.options.launch_fraction_used() * 100,
+      d.options.launch_us_used());
 }
 
 }  // namespace
