@@ -7,8 +7,11 @@
 #     (`--slower b=3`): flagged, and the first change listed;
 #   - the PyTorch two-stream graph under `tpgraph trace` (when torch imports): false alarms;
 #   - `run baseline` against `run root-busy`: the root's trunk nodes named new, r1's waits' causes.
-# Prints a summary; logs and every diff's JSON go under $OUT.
+# Prints a summary; logs and every diff's JSON go under $OUT. Arguments pick parts (default all of
+# them), so that each device call fits its limit: run, example, torch, causes, gate.
 set -uo pipefail
+parts=${*:-run example torch causes gate}
+want() { [[ " $parts " == *" $1 "* ]]; }
 OUT=${OUT:-out}
 B=${B:-build-ci}
 W=${WORK:-/tmp/tpgraph-diff}
@@ -53,14 +56,17 @@ false_alarms() {
     tee -a "$OUT/summary.log"
 }
 
+if want run; then
 log "tpgraph run baseline, $PAIRS pairs"
 for i in $(seq 1 "$PAIRS"); do
   pair run "$i" "'$B/tpgraph' run baseline --replays $REPLAYS --out '$W/run-$i-a'" \
     "'$B/tpgraph' run baseline --replays $REPLAYS --out '$W/run-$i-b'"
 done
 false_alarms run
+fi
 
 example() { echo "'$B/tpgraph' trace --out '$W/$1' -- '$B/tpgraph-example-graph' --replays $REPLAYS --kernel-us 100 $2"; }
+if want example; then
 log "C++ example under trace, $PAIRS pairs, then spin_b 3% slower in B"
 for i in $(seq 1 "$PAIRS"); do
   pair example "$i" "$(example "example-$i-a" "")" "$(example "example-$i-b" "")"
@@ -78,8 +84,11 @@ sys.exit(0 if any(f["change"] and "spin_b" in f["subject"] and f["figure"] == "d
 done
 echo "example, spin_b +3%: flagged in $detected of $PAIRS pairs, first line in $on_top (accepted: 19 each)" |
   tee -a "$OUT/summary.log"
+fi
 
-if python3 -c 'import torch' 2>/dev/null; then
+if ! want torch; then
+  :
+elif python3 -c 'import torch' 2>/dev/null; then
   log "PyTorch two-stream graph under trace, $PAIRS pairs"
   for i in $(seq 1 "$PAIRS"); do
     pair torch "$i" "'$B/tpgraph' trace --out '$W/torch-$i-a' -- python3 examples/torch_two_stream.py --replays $REPLAYS" \
@@ -90,14 +99,17 @@ else
   log "PyTorch not importable: its pairs are not run"
 fi
 
+if want causes; then
 log "run baseline vs run root-busy: new trunk nodes, r1's waits' causes"
 "$B/tpgraph" run baseline --replays "$REPLAYS" --out "$W/causes-a" >"$W/causes-a.log" 2>&1
 "$B/tpgraph" run root-busy --replays "$REPLAYS" --out "$W/causes-b" >"$W/causes-b.log" 2>&1
 "$B/tpgraph" diff "$W/causes-a" "$W/causes-b" --md "$OUT/causes.md" >"$OUT/causes.txt" 2>&1
 grep -E "node added|wait:|critical path" "$OUT/causes.txt" | tee -a "$OUT/summary.log"
+fi
 
-log "gate of the first pair of each program (expected: 0 or 6 when not steady; never 5)"
+want gate && log "gate of the first pair of each program (expected: 0 or 6 when not steady; never 5)"
 for name in run example; do
+  if ! want gate || [ ! -d "$W/$name-1-a" ]; then continue; fi
   "$B/tpgraph" gate "$W/$name-1-a" "$W/$name-1-b" >"$OUT/gate-$name.txt" 2>&1
   echo "gate $name: exit $? · $(tail -n 1 "$OUT/gate-$name.txt")" | tee -a "$OUT/summary.log"
 done
