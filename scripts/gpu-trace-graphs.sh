@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Every graph a real program builds, traced on the GPU machine in one command from the repository
 # root with binaries built elsewhere (B, default build-ci): the node-by-node C++ example (while, if,
-# child graph, programmatic edge, exec update), a JAX step with a fori_loop and a cond in XLA's
+# child graph, programmatic edge, exec update), a graph launched from the device, a JAX step with a fori_loop and a cond in XLA's
 # command buffers, torch.compile reduce-overhead, CuPy capture and the older examples; two
 # independent processes on one GPU; a traced program killed by SIGKILL 1 s and 5 s into a replay
 # loop, under each flush setting; a program that starts torch.profiler itself; and the overhead of
 # tracing (plain against traced, alternating). Results under $OUT: summary.log, and
 # trace-graphs.txz with every trace folder (record files and reports; analyze them again anywhere).
 # Parts, named as arguments (default all of them), so that each call fits a device call's limit:
-# programs, tools (run, check, bench), kill (SIGKILL and SIGTERM; term: SIGTERM alone), overhead, tests.
+# programs (device: the device-launched graph alone), tools (run, check, bench), kill (SIGKILL and
+# SIGTERM; term: SIGTERM alone), overhead, tests.
 set -uo pipefail
 parts=${*:-programs tools kill overhead tests}
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -24,6 +25,10 @@ if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
   ln -sfn "$PWD/$B" "$(dirname "$built_at")"
   [ -e "$(dirname "$(dirname "$built_at")")/examples" ] || ln -sfn "$PWD/examples" "$(dirname "$(dirname "$built_at")")/examples"
 fi
+# ... and where a folder of that name is already there (a build made on the GPU machine), the GPU tests
+# take the binaries from these instead.
+export TPGRAPH_INJECT_LIBRARY="$INJECT" TPGRAPH_EXAMPLE_GRAPH="$PWD/$B/tpgraph-example-graph" \
+  TPGRAPH_EXAMPLE_SHAPES="$PWD/$B/tpgraph-example-shapes"
 mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
 export NCCL_NVLS_ENABLE=0
@@ -40,6 +45,14 @@ trace() {  # trace NAME CMD...: tpgraph trace into $W/NAME, its tail into the su
   timeout 150 "$B/tpgraph" trace --out "$W/$name" -- "$@" >"$W/$name.log" 2>&1
   echo "$name rc=$?: $(head -n 3 "$W/$name.log" | tr '\n' ' ' | cut -c1-300)" | tee -a "$OUT/summary.log"
 }
+
+if want programs || want device; then
+log "a graph launched from the device: what CUPTI gives, raw, then the report"
+for mode in fire tail; do  # a graph launched from the device: what CUPTI gives, raw, then the report
+  trace "device-$mode" "$B/tpgraph-example-device-launch" --replays 100 --mode "$mode"
+  python3 scripts/dump_records.py "$W/device-$mode" 6 2>&1 | tee -a "$OUT/summary.log" | tail -n 20
+done
+fi
 
 if want programs; then
 log "programs"

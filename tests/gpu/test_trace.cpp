@@ -35,6 +35,17 @@ namespace {
 
 constexpr int kReplays = 50;
 
+// Where a binary the tests start is: the path it was built at, unless the environment names where it
+// is now (binaries built on one machine and run on another from another folder; the GPU scripts set
+// these). A path named by the environment that does not exist fails the test that needs it.
+std::string binary(const char* env, const char* built_at) {
+  const char* named = std::getenv(env);
+  return named != nullptr && *named != '\0' ? std::string(named) : std::string(built_at);
+}
+std::string inject_library() { return binary("TPGRAPH_INJECT_LIBRARY", TPGRAPH_INJECT_LIBRARY); }
+std::string example_graph() { return binary("TPGRAPH_EXAMPLE_GRAPH", TPGRAPH_EXAMPLE_GRAPH); }
+std::string example_shapes() { return binary("TPGRAPH_EXAMPLE_SHAPES", TPGRAPH_EXAMPLE_SHAPES); }
+
 // A fresh folder for one traced run, removed afterwards.
 class TraceDir {
  public:
@@ -66,7 +77,7 @@ class TraceDir {
 
 // Starts argv[0] (a path, or a name looked up on PATH) with the injection library; returns its pid.
 pid_t spawn_traced(const TraceDir& dir, std::vector<std::string> argv_text) {
-  std::vector<std::string> env_text = {std::string("CUDA_INJECTION64_PATH=") + TPGRAPH_INJECT_LIBRARY,
+  std::vector<std::string> env_text = {"CUDA_INJECTION64_PATH=" + inject_library(),
                                        "TPGRAPH_TRACE_DIR=" + dir.path().string()};
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry(*e);
@@ -85,7 +96,7 @@ pid_t spawn_traced(const TraceDir& dir, std::vector<std::string> argv_text) {
 }
 
 pid_t spawn_example(const TraceDir& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {TPGRAPH_EXAMPLE_GRAPH};
+  std::vector<std::string> argv = {example_graph()};
   argv.insert(argv.end(), args.begin(), args.end());
   return spawn_traced(dir, argv);
 }
@@ -277,8 +288,8 @@ TEST_CASE("trace: a process killed mid-run keeps what was recorded and reads as 
 
 TEST_CASE("trace: without TPGRAPH_TRACE_DIR the library records nothing and the program runs", "[gpu][trace]") {
   if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
-  const std::string command = std::string("env -u TPGRAPH_TRACE_DIR CUDA_INJECTION64_PATH=") + TPGRAPH_INJECT_LIBRARY +
-                              " " + TPGRAPH_EXAMPLE_GRAPH + " --replays 3 --kernel-us 1 > /dev/null";
+  const std::string command = "env -u TPGRAPH_TRACE_DIR CUDA_INJECTION64_PATH=" + inject_library() + " " +
+                              example_graph() + " --replays 3 --kernel-us 1 > /dev/null";
   CHECK(std::system(command.c_str()) == 0);
 }
 
@@ -361,7 +372,7 @@ TEST_CASE("trace: a graph built node by node keeps its bodies, edge data and ver
   const TraceDir dir;
   constexpr int kLaunches = 20;
   constexpr int kIterations = 3;
-  const int status = wait_exit(spawn_traced(dir, {TPGRAPH_EXAMPLE_SHAPES, "--replays", std::to_string(kLaunches),
+  const int status = wait_exit(spawn_traced(dir, {example_shapes(), "--replays", std::to_string(kLaunches),
                                                   "--iterations", std::to_string(kIterations), "--kernel-us", "5"}));
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
