@@ -415,3 +415,68 @@ TEST_CASE("a wait that moved from idle to contention is named with its occupant"
   REQUIRE(wait != nullptr);
   CHECK_FALSE(wait->change());  // the wait itself did not change: only its cause
 }
+
+namespace {
+
+// Two root GEMMs on two streams of one GPU, ready together at each replay's start: whichever the GPU
+// starts first runs alone, the other shares the GPU and takes twice as long; after one of them comes
+// a second GEMM, after the other an elementwise kernel, then a join. `a_first`: a's root starts
+// first in every replay. `slower`: the join kernel's duration times this.
+RunData tied_roots(bool a_first, double slower = 1.0) {
+  HandBuilt h(1, 60);
+  const int ga = h.node(0, 0, "gemm_a");
+  const int gb = h.node(0, 0, "gemm_b");
+  const int ga2 = h.node(0, 0, "gemm_a2");
+  const int eb = h.node(0, 0, "elementwise_b");
+  const int join = h.node(0, 0, "join");
+  for (const int g : {ga, gb, ga2}) h.v.graph.nodes[static_cast<std::size_t>(g)].name = "kernel_gemm";
+  h.edge(ga, ga2);
+  h.edge(gb, eb);
+  h.edge(ga2, join);
+  h.edge(eb, join);
+  for (int r = 0; r < 60; ++r) {
+    const double j = 0.05 * ((r * 7) % 5);
+    const int first = a_first ? ga : gb, second = a_first ? gb : ga;
+    h.record(first, 0, 24 + j, r);
+    h.record(second, 2, 46 + j, r);
+    // The branch of the root that ran first goes on while the other root still runs.
+    const int after_first = a_first ? ga2 : eb, after_second = a_first ? eb : ga2;
+    h.record(after_first, 24.5 + j, 47 + j, r);
+    h.record(after_second, 47.5 + j, 71 + j, r);
+    h.record(join, 72 + j, 72 + j + 6 * slower, r);
+  }
+  return single_variant_run(std::move(h.v));
+}
+
+}  // namespace
+
+TEST_CASE("a tie the GPU broke the other way explains the shifts after it, and hides no other change",
+          "[diff][order]") {
+  const RunDiff d = diff_runs(side_of(tied_roots(false), "A"), side_of(tied_roots(true), "B"));
+  REQUIRE(d.variants.size() == 1);
+  // Both roots swapped durations (24 <-> 44 µs), and so did their branches: none is a change.
+  CHECK(d.change_count() == 0);
+  const MetricDiff* ga = find(d, "gemm_a", Metric::duration);
+  REQUIRE(ga != nullptr);
+  CHECK(ga->practical);
+  CHECK(ga->significant);
+  CHECK_FALSE(ga->change());
+  CHECK(ga->explained.find("gemm_a and gemm_b were ready together") != std::string::npos);
+  CHECK(ga->explained.find("A ran gemm_b first, B ran gemm_a first") != std::string::npos);
+  const MetricDiff* join = find(d, "join", Metric::duration);
+  REQUIRE(join != nullptr);
+  CHECK(join->explained.empty());  // after both roots: no flip reaches it
+  CHECK(render_diff_text(d).find("shifts explained by the order of concurrent work") != std::string::npos);
+  CHECK(gate_runs(d, GateBudget{}).outcome == GateOutcome::pass);
+
+  // The same flip with the join 20% slower in B: the join is still a change.
+  const RunDiff slower = diff_runs(side_of(tied_roots(false), "A"), side_of(tied_roots(true, 1.2), "B"));
+  const MetricDiff* j2 = find(slower, "join", Metric::duration);
+  REQUIRE(j2 != nullptr);
+  CHECK(j2->change());
+  CHECK(slower.change_count() >= 1);
+
+  // No flip (the same order in both): nothing is explained away.
+  const RunDiff same = diff_runs(side_of(tied_roots(true), "A"), side_of(tied_roots(true, 1.2), "B"));
+  for (const auto& m : same.metrics) CHECK(m.explained.empty());
+}

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "core/analysis/diff_match.hpp"
 #include "core/base/stats.hpp"
@@ -74,11 +77,20 @@ class Comparer {
   Comparer(const DiffOptions& o, std::string variant, std::vector<MetricDiff>& out)
       : o_(o), variant_(std::move(variant)), out_(out) {}
 
-  // Compares one figure; returns it. Skipped (nullptr) when either side has no value, or both are
-  // all zero (a part of a wait that never happened on either side).
-  const MetricDiff* compare(const std::string& subject, Metric metric, const std::vector<double>& a,
-                            const std::vector<double>& b) {
-    if (a.empty() || b.empty() || (all_zero(a) && all_zero(b))) return nullptr;
+  // Compares one figure and keeps it; returns its index in the output. Skipped (nullopt) when either
+  // side has no value, or both are all zero (a part of a wait that never happened on either side).
+  std::optional<std::size_t> compare(const std::string& subject, Metric metric, const std::vector<double>& a,
+                                     const std::vector<double>& b) {
+    std::optional<MetricDiff> m = evaluate(subject, metric, a, b);
+    if (!m) return std::nullopt;
+    out_.push_back(std::move(*m));
+    return out_.size() - 1;
+  }
+
+  // The same comparison, not kept.
+  [[nodiscard]] std::optional<MetricDiff> evaluate(const std::string& subject, Metric metric,
+                                                   const std::vector<double>& a, const std::vector<double>& b) const {
+    if (a.empty() || b.empty() || (all_zero(a) && all_zero(b))) return std::nullopt;
     MetricDiff m;
     m.variant = variant_;
     m.subject = subject;
@@ -97,9 +109,10 @@ class Comparer {
       m.shift = stats::median_shift(a, b, seed, true, o_.resamples, o_.confidence);
       m.significant = m.shift.excludes_zero();
     }
-    out_.push_back(std::move(m));
-    return &out_.back();
+    return m;
   }
+
+  MetricDiff& at(std::size_t i) { return out_[i]; }
 
  private:
   const DiffOptions& o_;
@@ -107,7 +120,97 @@ class Comparer {
   std::vector<MetricDiff>& out_;
 };
 
+// Nodes reachable from `node` along the edges (forward), itself included.
+std::vector<bool> reach_of(const LayerGraph& g, int node) {
+  std::vector<std::vector<int>> succ(g.nodes.size());
+  for (const auto& e : g.edges) succ[static_cast<std::size_t>(e.from)].push_back(e.to);
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<int> stack{node};
+  seen[static_cast<std::size_t>(node)] = true;
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    for (const int y : succ[static_cast<std::size_t>(x)])
+      if (!seen[static_cast<std::size_t>(y)]) {
+        seen[static_cast<std::size_t>(y)] = true;
+        stack.push_back(y);
+      }
+  }
+  return seen;
+}
+
+// Two nodes ready within this of each other start in whichever order the GPU picks: a tie.
+constexpr double kReadyTieUs = 1.0;
+
+// Per node, its ready time in each replay after the replay's first start (start - wait); NaN where unknown.
+float ready_at(const NodeSeries& s, std::size_t r) {
+  return r < s.start_us.size() && r < s.wait_us.size() ? s.start_us[r] - s.wait_us[r]
+                                                       : std::numeric_limits<float>::quiet_NaN();
+}
+
+// Over the steady replays where both ran: the share in which x started first, and whether x and y
+// were ready within kReadyTieUs of each other in most of them.
+std::pair<double, bool> tie_order(const DiffVariant& d, std::size_t x, std::size_t y) {
+  const NodeSeries& sx = d.series[x];
+  const NodeSeries& sy = d.series[y];
+  std::size_t both = 0, first = 0, tied = 0;
+  for (std::size_t r = d.first_used; r < sx.start_us.size() && r < sy.start_us.size(); ++r) {
+    const float rx = ready_at(sx, r), ry = ready_at(sy, r);
+    if (std::isnan(rx) || std::isnan(ry)) continue;
+    ++both;
+    first += sx.start_us[r] < sy.start_us[r] ? 1 : 0;
+    tied += std::abs(rx - ry) <= kReadyTieUs ? 1 : 0;
+  }
+  if (both == 0) return {0.5, false};
+  return {static_cast<double>(first) / static_cast<double>(both), 2 * tied > both};
+}
+
+// Ties the GPU broke one way in A and the other way in B: two concurrent nodes on one GPU, ready
+// together in both runs, one starting first in most of A's steady replays and the other in most of
+// B's. The same program breaks such a tie one way in one process and the other way in the next (two
+// root GEMMs on two streams, say), and every node after either of them then shares the GPU with other
+// work than before: their durations and waits move with the order, not with the program. Returns,
+// per node of A, the explanation of its shifts ("" for a node no flip reaches).
+std::vector<std::string> order_flips(const DiffVariant& a, const DiffVariant& b, const NodePairs& p) {
+  const std::size_t n = a.nodes.size();
+  std::vector<std::string> out(n);
+  if (!a.waits_known || !b.waits_known) return out;
+  // Candidates: nodes whose median ready times in A are within a tie of each other.
+  std::vector<std::pair<double, std::size_t>> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!a.nodes[i].timed || p.b_of_a[i] < 0) continue;
+    std::vector<double> r;
+    for (std::size_t k = a.first_used; k < a.series[i].start_us.size(); ++k)
+      if (const float x = ready_at(a.series[i], k); !std::isnan(x)) r.push_back(x);
+    if (!r.empty()) ready.emplace_back(stats::median(r), i);
+  }
+  std::sort(ready.begin(), ready.end());
+  for (std::size_t x = 0; x < ready.size(); ++x)
+    for (std::size_t y = x + 1; y < ready.size() && ready[y].first - ready[x].first <= kReadyTieUs; ++y) {
+      const std::size_t u = ready[x].second, v = ready[y].second;
+      if (a.graph.nodes[u].device != a.graph.nodes[v].device) continue;
+      const auto ub = static_cast<std::size_t>(p.b_of_a[u]), vb = static_cast<std::size_t>(p.b_of_a[v]);
+      const auto [pa, tie_a] = tie_order(a, u, v);
+      const auto [pb, tie_b] = tie_order(b, ub, vb);
+      if (!tie_a || !tie_b || std::abs(pa - 0.5) < 0.25 || std::abs(pb - 0.5) < 0.25 || (pa > 0.5) == (pb > 0.5))
+        continue;
+      const std::vector<bool> after_u = reach_of(a.graph, static_cast<int>(u));
+      const std::vector<bool> after_v = reach_of(a.graph, static_cast<int>(v));
+      if (after_u[v] || after_v[u]) continue;  // not concurrent
+      const std::string& first_a = pa > 0.5 ? b.nodes[ub].label : b.nodes[vb].label;
+      const std::string& first_b = pa > 0.5 ? b.nodes[vb].label : b.nodes[ub].label;
+      const std::string why = fmt::format(
+          "order: {} and {} were ready together; A ran {} first, B ran {} first, and the work after them shared the "
+          "GPU differently",
+          b.nodes[ub].label, b.nodes[vb].label, first_a, first_b);
+      for (std::size_t k = 0; k < n; ++k)
+        if (after_u[k] != after_v[k] && out[k].empty()) out[k] = why;
+    }
+  return out;
+}
+
 void compare_nodes(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, Comparer& c, VariantDiff& vd) {
+  const std::vector<std::string> flipped = order_flips(a, b, p);
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     const int jb = p.b_of_a[i];
     if (jb < 0 || !a.nodes[i].timed) continue;
@@ -115,16 +218,22 @@ void compare_nodes(const DiffVariant& a, const DiffVariant& b, const NodePairs& 
     const NodeSeries& sa = a.series[i];
     const NodeSeries& sb = b.series[j];
     const std::string& label = b.nodes[j].label;
-    (void)c.compare(label, Metric::duration, used_values(sa.duration_us, a.first_used),
-                    used_values(sb.duration_us, b.first_used));
+    // A figure the order of tied concurrent work explains: shown, not counted.
+    const auto compare = [&](Metric m, const std::vector<float>& xa, const std::vector<float>& xb) {
+      const auto k = c.compare(label, m, used_values(xa, a.first_used), used_values(xb, b.first_used));
+      if (k && c.at(*k).change() && !flipped[i].empty()) c.at(*k).explained = flipped[i];
+      return k;
+    };
+    (void)compare(Metric::duration, sa.duration_us, sb.duration_us);
     if (!a.waits_known || !b.waits_known) continue;
-    (void)c.compare(label, Metric::wait, used_values(sa.wait_us, a.first_used), used_values(sb.wait_us, b.first_used));
+    (void)compare(Metric::wait, sa.wait_us, sb.wait_us);
     std::string cause;
     const auto part = [&](Metric m, const std::vector<float>& xa, const std::vector<float>& xb) {
-      const MetricDiff* d = c.compare(label, m, used_values(xa, a.first_used), used_values(xb, b.first_used));
-      if (d == nullptr || !d->change()) return;
-      cause += fmt::format("{}{} {:+.1f} µs", cause.empty() ? "" : ", ", to_string(m), d->shift.shift);
-      if (m == Metric::contention && d->shift.shift > 0 && !b.nodes[j].occupant.empty())
+      const auto k = compare(m, xa, xb);
+      if (!k || !c.at(*k).change()) return;
+      const MetricDiff& d = c.at(*k);
+      cause += fmt::format("{}{} {:+.1f} µs", cause.empty() ? "" : ", ", to_string(m), d.shift.shift);
+      if (m == Metric::contention && d.shift.shift > 0 && !b.nodes[j].occupant.empty())
         cause += fmt::format(" (by {})", b.nodes[j].occupant);
     };
     part(Metric::contention, sa.contention_us, sb.contention_us);

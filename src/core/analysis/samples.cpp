@@ -142,7 +142,7 @@ std::vector<NodeSeries> node_series(const std::vector<Sample>& samples, std::siz
   std::vector<NodeSeries> out(node_count);
   for (std::size_t n = 0; n < node_count; ++n) {
     NodeSeries& s = out[n];
-    for (auto* v : {&s.duration_us, &s.wait_us, &s.contention_us, &s.idle_us, &s.arrival_us, &s.path_us})
+    for (auto* v : {&s.duration_us, &s.wait_us, &s.contention_us, &s.idle_us, &s.arrival_us, &s.path_us, &s.start_us})
       v->assign(n_replays, kNone);
     for (std::size_t r = 0; r < n_replays; ++r) {
       const Sample& x = samples[r * node_count + n];
@@ -153,6 +153,7 @@ std::vector<NodeSeries> node_series(const std::vector<Sample>& samples, std::siz
       s.contention_us[r] = static_cast<float>(x.contention_us());
       s.idle_us[r] = static_cast<float>(x.idle_us());
       s.arrival_us[r] = static_cast<float>(x.arrival_us);
+      s.start_us[r] = static_cast<float>(ns_to_us(x.start_ns, replays[r].begin_ns));
     }
   }
   // on_path counts present replays only: the i-th present replay is the i-th entry.

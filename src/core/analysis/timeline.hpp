@@ -285,7 +285,8 @@ struct StreamNodeSummary {
 // million samples take 240 MB, and a µs figure of a GPU timing needs no more than 7 digits.
 struct NodeSeries {
   std::vector<float> duration_us, wait_us, contention_us, idle_us, arrival_us;
-  std::vector<float> path_us;  // its run and wait links on the replay's critical path; 0 off the path
+  std::vector<float> path_us;   // its run and wait links on the replay's critical path; 0 off the path
+  std::vector<float> start_us;  // its start after the replay's first start
 };
 
 struct VariantTimeline {

@@ -29,6 +29,7 @@ std::string interval_text(const MetricDiff& m) {
 std::string verdict_word(const MetricDiff& m) {
   const bool wait = m.metric == Metric::wait || m.metric == Metric::contention || m.metric == Metric::idle ||
                     m.metric == Metric::arrival;
+  if (!m.explained.empty()) return "explained";
   if (m.change() && wait) return m.shift.shift > 0 ? "LONGER" : "SHORTER";
   if (m.change()) return m.shift.shift > 0 ? "SLOWER" : "FASTER";
   if (m.practical) return "not significant";
@@ -96,6 +97,13 @@ std::string details(const RunDiff& d, std::string_view bullet) {
   for (const auto& v : d.variants)
     for (const auto& c : v.cause_changes) causes += fmt::format("{}{}: {}\n", bullet, v.a, c);
   if (!causes.empty()) out += "\nwaits whose cause changed:\n" + causes;
+  std::string order;
+  for (const auto& m : d.metrics)
+    if (!m.explained.empty())
+      order += fmt::format("{}{}: {} {} {:+.1f} µs: {}\n", bullet, m.variant, m.subject, m.metric, m.shift.shift,
+                           m.explained);
+  if (!order.empty())
+    out += "\nshifts explained by the order of concurrent work on the GPU (not counted as changes):\n" + order;
   return out;
 }
 
@@ -191,6 +199,7 @@ std::string render_diff_json(const RunDiff& d, const GateResult* gate) {
                             {"stride", {m.shift.stride_a, m.shift.stride_b}},
                             {"practical", m.practical},
                             {"significant", m.significant},
+                            {"explained", m.explained.empty() ? json(nullptr) : json(m.explained)},
                             {"change", m.change()}});
   }
   j["structure"] = json::array();
