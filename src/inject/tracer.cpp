@@ -294,6 +294,7 @@ void Tracer::write_graph_locked(ExecState& state, const Topology& topology,
   j["nodes"] = topology.nodes;
   j["edges"] = topology.edges;
   if (!state.origin.at.empty()) j["origin"] = json::parse(tracefile::origin_json(state.origin));
+  if (state.device_launch) j["device_launch"] = true;
   json& out_clones = j["clones"] = json::array();
   for (const auto& [clone, index] : clones) out_clones.push_back({clone, index});
   std::string error = topology.error;
@@ -336,6 +337,10 @@ void Tracer::on_graph_exec_created(const CUpti_GraphData& data) {
   e.number = next_exec_++;
   e.graph_id = graph_id;
   e.origin = std::move(origin);
+  // A graph a kernel can launch: CUPTI records none of what its launches from the device run.
+  cuuint64_t flags = 0;
+  e.device_launch = cuGraphExecGetFlags(data.graphExec, &flags) == CUDA_SUCCESS &&
+                    (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) != 0;
   write_graph_locked(e, topology, std::move(resolved));
 }
 

@@ -146,6 +146,7 @@ class Tracer {
     json edges;
     std::uint64_t parameter_updates = 0;  // kernel parameter changes that kept the version
     tracefile::GraphOrigin origin;        // where the graph was captured (written with every version)
+    bool device_launch = false;           // instantiated for launch from the device
   };
   void write_graph_locked(ExecState& state, const Topology& topology,
                           std::vector<std::pair<std::uint64_t, int>> clones);

@@ -264,6 +264,21 @@ TEST_CASE("merge: a truncated file makes the trace NOT CLEAN; a complete one is 
   CHECK(c.line() == "NOT CLEAN: 1 process file truncated");
 }
 
+TEST_CASE("merge: a graph instantiated for launch from the device makes the trace NOT CLEAN, naming it", "[trace]") {
+  auto [a, b] = two_processes();
+  json& device_graph = a.chain({"d_first", "d_second"}, 9, 0, 1901);  // never launched from the host
+  device_graph["device_launch"] = true;
+  const TraceCompleteness c = *merge_traces({a.parsed()}, {}).run.trace;
+  REQUIRE(c.unseen.size() == 1);
+  CHECK(c.unseen[0] == "pid " + std::to_string(a.pid) + " exec 9 (2 nodes)");
+  CHECK(c.line() ==
+        "NOT CLEAN: 1 graph instantiated for launch from the device, whose device launches leave no record");
+  CHECK_FALSE(c.clean());
+  // The flag is read only where it is true.
+  device_graph["device_launch"] = "yes";
+  CHECK(merge_traces({a.parsed()}, {}).run.trace->clean());
+}
+
 namespace {
 
 // pre -> while{body_a -> body_b} -> if{then_k | else_k} -> child{child_k} -> post =prog=> pdl.

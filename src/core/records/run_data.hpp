@@ -110,13 +110,17 @@ struct TraceCompleteness {
   std::uint64_t yielded = 0;             // processes where tpgraph left CUPTI to the program's profiler
   std::vector<std::string> no_topology;  // per graph: "pid 12 exec 3: why"
   std::vector<std::string> truncated;    // per file: "pid 12: why"
-  std::string rank_rule;                 // how processes became ranks
-  std::vector<std::string> profiler;     // CUPTI taken from, or by, another profiler
+  // Per graph instantiated for launch from the device: "pid 12 exec 3 (2 nodes)". CUPTI gives no
+  // record of a graph launched from the device, so what those launches ran is not in the trace.
+  std::vector<std::string> unseen;
+  std::string rank_rule;              // how processes became ranks
+  std::vector<std::string> profiler;  // CUPTI taken from, or by, another profiler
   // What was recorded where not everything was: windows, sampling, the flight recorder, the size limit.
   std::vector<std::string> recording;
   // Launches with no graph record at all (a window that never opened, records lost) are not clean.
   [[nodiscard]] bool clean() const {
-    return unmatched == 0 && no_topology.empty() && truncated.empty() && (records > 0 || launches == 0);
+    return unmatched == 0 && no_topology.empty() && truncated.empty() && unseen.empty() &&
+           (records > 0 || launches == 0);
   }
   // "CLEAN: ..." or "NOT CLEAN: ..." with every count: the first line of every output of a trace.
   [[nodiscard]] std::string line() const;

@@ -318,6 +318,8 @@ class FileReader {
                              ? printable(error->get_ref<const std::string&>())
                              : std::string("the topology was marked unreadable");
     if (const auto origin = j->find("origin"); origin != j->end()) g.origin = read_origin(origin->dump());
+    if (const auto device = j->find("device_launch"); device != j->end())
+      g.device_launch = device->is_boolean() && device->get<bool>();
     const auto nodes = j->find("nodes");
     if (nodes == j->end() || !nodes->is_array()) return warn_once("a graph chunk without nodes (skipped)");
     g.nodes.reserve(nodes->size());

@@ -24,7 +24,8 @@
 //            from_port, to_port] as node indices; type 0 full completion, 1 programmatic, 2 launch
 //            completion (CU_GRAPH_DEPENDENCY_TYPE_*)], clones [[instantiated node id, node index]]:
 //            the ids the records carry; topology_error (present when the nodes or edges could not
-//            be read: the graph's records are then shown without a topology, never dropped)
+//            be read: the graph's records are then shown without a topology, never dropped);
+//            device_launch (true when instantiated for launch from the device; absent otherwise)
 //   records  WireRecord[] (fixed size, see below)
 //   launches WireLaunch[]: graph launches with the host time of the launch call
 //            origin (optional, trace_recording.hpp): where the graph came from
@@ -193,6 +194,7 @@ struct TracedGraph {
   std::vector<std::pair<std::uint64_t, int>> clones;  // instantiated node id -> node index
   std::string topology_error;                         // "": nodes and edges were read; else why not (its records stay)
   GraphOrigin origin;
+  bool device_launch = false;  // instantiated for launch from the device (CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
 };
 
 // What a process recorded when not everything was (the recording chunks): the policy, the window's

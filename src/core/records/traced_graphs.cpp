@@ -43,6 +43,9 @@ std::string TraceCompleteness::line() const {
                     no_topology.size() == 1 ? "" : "s"));
   if (!truncated.empty())
     add(fmt::format("{} process file{} truncated", truncated.size(), truncated.size() == 1 ? "" : "s"));
+  if (!unseen.empty())
+    add(fmt::format("{} graph{} instantiated for launch from the device, whose device launches leave no record",
+                    unseen.size(), unseen.size() == 1 ? "" : "s"));
   return "NOT CLEAN: " + why + in_part;
 }
 

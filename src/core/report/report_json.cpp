@@ -100,8 +100,8 @@ json trace_json(const TraceCompleteness& t) {
   return json{{"clean", t.clean()},           {"line", t.line()},
               {"graph_records", t.records},   {"unmatched", t.unmatched},
               {"no_topology", t.no_topology}, {"truncated", t.truncated},
-              {"rank_rule", t.rank_rule},     {"profiler", t.profiler},
-              {"recording", t.recording}};
+              {"device_launched", t.unseen},  {"rank_rule", t.rank_rule},
+              {"profiler", t.profiler},       {"recording", t.recording}};
 }
 
 // A traced graph's own members: no topology and its per-stream nodes, conditional bodies, and the NVTX

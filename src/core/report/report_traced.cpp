@@ -23,6 +23,10 @@ std::vector<std::string> trace_header_lines(const TraceCompleteness& t) {
   std::vector<std::string> out;
   for (const auto& g : t.no_topology) out.push_back("no topology: " + g);
   for (const auto& f : t.truncated) out.push_back("truncated: " + f);
+  for (const auto& g : t.unseen)
+    out.push_back("launched from the device: " + g +
+                  ": instantiated for device launch; CUPTI records nothing a graph launched from the device runs, "
+                  "so those launches are not in this report (its host launches are)");
   for (const auto& p : t.profiler) out.push_back("CUPTI SHARED WITH ANOTHER PROFILER: " + p);
   for (const auto& r : t.recording) out.push_back(r);
   if (!t.rank_rule.empty()) out.push_back(t.rank_rule);
