@@ -59,6 +59,13 @@ double ns_us(std::uint64_t later, std::uint64_t earlier) {
                           : -static_cast<double>(earlier - later) / 1000.0;
 }
 
+void add_device_launched(const ProcessFile& p, std::vector<std::string>& out) {
+  for (const auto& g : p.graphs)
+    if (g.device_launch && g.version == 0)
+      out.push_back(
+          fmt::format("pid {} exec {} ({} node{})", p.pid, g.exec, g.nodes.size(), g.nodes.size() == 1 ? "" : "s"));
+}
+
 bool is_collective(std::string_view name) {
   std::string lower(name);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -554,10 +554,7 @@ class Merger {
         out_.notes.push_back(fmt::format("pid {}: record file truncated ({})", f.pid, f.truncation));
         c.truncated.push_back(fmt::format("pid {}: {}", f.pid, f.truncation));
       }
-      for (const auto& g : f.graphs)
-        if (g.device_launch && g.version == 0)
-          c.unseen.push_back(
-              fmt::format("pid {} exec {} ({} node{})", f.pid, g.exec, g.nodes.size(), g.nodes.size() == 1 ? "" : "s"));
+      add_device_launched(f, c.unseen);
     }
     for (const auto& tp : out_.processes) {
       c.records += tp.graph_records;

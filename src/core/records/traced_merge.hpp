@@ -67,6 +67,10 @@ struct Placement {
 // Launches of one executable never overlap, so the launch running at the record's start is that one.
 void attribute_device_launched_records(tracefile::ProcessFile& p);
 
+// Each graph of the process instantiated for launch from the device ("pid 12 exec 3 (2 nodes)"):
+// CUPTI records nothing its device launches run.
+void add_device_launched(const tracefile::ProcessFile& p, std::vector<std::string>& out);
+
 // A process whose recording stopped at the size limit (a "limit" recording event) still wrote the
 // launches whose records it refused: those after its last launch with a record are left out, with
 // a note, rather than analysed as launches whose every node lost its record.
