@@ -282,7 +282,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   std::string out;
   auto it = std::back_inserter(out);
   const auto folders = variant_folder_names(run);
-  out += report_heading(run);
+  out += report_heading(run, analysis);
   for (const auto& line : run_banners(run, analysis)) fmt::format_to(it, "**{}**\n\n", line);
   const std::string setup = common_setup(run);
   if (!setup.empty()) fmt::format_to(it, "{}\n\n", setup);
