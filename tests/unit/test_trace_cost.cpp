@@ -253,6 +253,8 @@ TEST_CASE("a trace's report carries the cost of tracing in its header, per graph
   CHECK(has(md,
             "tracing cost ≈ 6 record-bearing nodes × 0.45 µs (CUPTI, calibrated on NVIDIA H200 after the run) + "
             "0.20 µs (tpgraph, host) per launch = 2.90 µs, 14.5% of its median span"));
+  CHECK(has(md, "- CUPTI tracing cost: no untraced run of a traced program; itemised above"));
+  CHECK_FALSE(has(md, "- CUPTI tracing cost: not measured"));
   CHECK(has(render_trace_heading(traced.run, analysis), "tracing cost, CUPTI's records: 0.45 µs per kernel node"));
   CHECK(has(render_terminal_table(traced.run, analysis), "tracing cost ≈ 6 record-bearing nodes"));
   const json report = json::parse(render_report_json(traced.run, analysis));
