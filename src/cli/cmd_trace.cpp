@@ -22,6 +22,7 @@
 #include "cli/app.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/trace_cost.hpp"
 #include "core/analysis/timeline.hpp"
 #include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
@@ -45,6 +46,7 @@ struct TraceOptions {
   bool yield_to_profiler = false;
   bool ranks_together = false;
   bool strict = false;
+  bool no_cost = false;  // skip the calibration of CUPTI's record cost after the program
   // What is recorded of a program that may never exit (docs/trace.md, "Servers"); passed to the
   // injection library in its environment.
   std::optional<int> delay_s, duration_s, launches, sample, keep_last, max_file_mib;
@@ -277,7 +279,13 @@ int run_trace(const TraceOptions& opts) {
   std::size_t written = 0;
   bool clean = true;
   try {
-    written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean);
+    // After the program exited (its GPU memory is free), on the GPU it used; kept in cost.json.
+    const CostStep calibrate = [&](const TracedRun& traced) {
+      CostCalibration c = calibrate_for_trace(traced, opts.no_cost);
+      write_cost_file(dir, c);
+      return c;
+    };
+    written = analyze_trace_folder(dir, dir, merge, std::nullopt, {}, &lock, &clean, calibrate);
   } catch (const InputError& e) {
     (void)report_failure(0, "",
                          fmt::format("the trace of {} could not be analysed: {}", opts.command.front(), e.what()));
@@ -302,8 +310,9 @@ TraceMergeOptions merge_options(bool assume_synced, bool align_collectives) {
 
 std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, const TraceMergeOptions& options,
                                  std::optional<int> replay, OutputSelection selection, const FolderLock* held_lock,
-                                 bool* clean) {
+                                 bool* clean, const CostStep& calibrate) {
   TracedRun traced = merge_trace_folder(read_process_files(from / tracefile::kProcsFolder), options);
+  attach_tracing_cost(traced, calibrate ? calibrate(traced) : read_cost_file(from));
   if (clean != nullptr) *clean = traced.run.trace && traced.run.trace->clean();
   const RunAnalysis analysis = analyze_run(traced.run, AnalysisOptions{.replay = replay});
   // Checked before any output is written, as analyze checks a run folder's.
@@ -315,7 +324,7 @@ std::size_t analyze_trace_folder(const fs::path& from, const fs::path& dir, cons
   selection.report_appendix = summary;
   selection.source = from;
   const auto files = write_run_folder(traced.run, analysis, dir, same_folder(dir, from), selection, {}, held_lock);
-  fmt::print("{}", render_trace_heading(traced.run));  // first, as in report.md
+  fmt::print("{}", render_trace_heading(traced.run, analysis));  // first, as in report.md
   if (!traced.run.variants.empty()) fmt::print("{}\n", render_terminal_table(traced.run, analysis));
   fmt::print("{}{}", summary, detail);
   return files.size();
@@ -339,6 +348,9 @@ Command add_trace_command(CLI::App& app) {
   cmd->add_flag("--strict", opts->strict,
                 "exit 4 when the trace is not clean (a record matched no node, a graph "
                 "without topology, a truncated file) and the command itself succeeded");
+  cmd->add_flag("--no-cost", opts->no_cost,
+                "skip the calibration of CUPTI's record cost on the GPU after the program exits (the report's "
+                "tracing cost then says not measured for CUPTI's share)");
   add_integer_flag(*cmd, "--delay", opts->delay_s, 0, 1'000'000,
                    "seconds after the process starts before recording begins (CUPTI's activity off until then)");
   add_integer_flag(*cmd, "--duration", opts->duration_s, 1, 1'000'000, "seconds recorded, from the end of --delay");

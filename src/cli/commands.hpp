@@ -49,10 +49,13 @@ int check_failed(std::string_view what);
 // lock on `dir`, taken before its command ran.
 [[nodiscard]] TraceMergeOptions merge_options(bool assume_synced, bool align_collectives);
 // The completeness line (CLEAN / NOT CLEAN) is the first line printed; `clean`, when given, says which.
+// The cost of tracing: `calibrate` (trace: made after the merge, written to cost.json) or, without
+// it, the folder's cost.json as it is.
+using CostStep = std::function<CostCalibration(const TracedRun&)>;
 std::size_t analyze_trace_folder(const std::filesystem::path& from, const std::filesystem::path& dir,
                                  const TraceMergeOptions& options, std::optional<int> replay = std::nullopt,
                                  OutputSelection selection = {}, const FolderLock* held_lock = nullptr,
-                                 bool* clean = nullptr);
+                                 bool* clean = nullptr, const CostStep& calibrate = {});
 // --strict: the exit code of a trace that is not clean (docs/cli.md).
 inline constexpr int kNotCleanExit = 4;
 // gate (docs/cli.md): B regressed beyond the budget; the runs are not comparable (either not clean

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -35,6 +36,18 @@ constexpr std::array kTracedKinds = {
     CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER,
 };
+// Coverage::trace_records: what the injection library enables (kActivityKinds, src/inject/recorder.hpp).
+constexpr std::array kTraceRecordKinds = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+};
+
+std::span<const CUpti_ActivityKind> kinds_of(Collector::Coverage coverage) {
+  if (coverage == Collector::Coverage::trace_records) return kTraceRecordKinds;
+  return kTracedKinds;
+}
 
 struct FreeDeleter {
   void operator()(std::uint8_t* p) const noexcept { std::free(p); }
@@ -59,6 +72,8 @@ struct Delivery {
 
 struct Collector::State {
   CUpti_SubscriberHandle subscriber = nullptr;
+  std::span<const CUpti_ActivityKind> kinds;  // those set_tracing toggles
+  bool external_correlation = true;
   std::vector<RawRecord> records;
   CorrelationTags tags;  // replay and eager-node tags by correlation id
   // Clones are kept across variants (CUPTI node ids are unique in the process, so an instantiation
@@ -318,7 +333,9 @@ std::uint64_t read_dropped(const std::vector<ActiveContext>& contexts,
 
 }  // namespace
 
-Collector::Collector() : state_(std::make_unique<State>()) {
+Collector::Collector(Coverage coverage) : state_(std::make_unique<State>()) {
+  state_->kinds = kinds_of(coverage);
+  state_->external_correlation = coverage == Coverage::run;
   {
     const std::lock_guard lock(g_mutex);
     if (g_state != nullptr) {
@@ -363,13 +380,13 @@ Collector::Collector() : state_(std::make_unique<State>()) {
     }
     enabled.push_back(kind);
   };
-  enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  for (const CUpti_ActivityKind kind : kTracedKinds) enable(kind);
+  if (state_->external_correlation) enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  for (const CUpti_ActivityKind kind : state_->kinds) enable(kind);
 }
 
 Collector::~Collector() {
-  for (const CUpti_ActivityKind kind : kTracedKinds) (void)cuptiActivityDisable(kind);
-  (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  for (const CUpti_ActivityKind kind : state_->kinds) (void)cuptiActivityDisable(kind);
+  if (state_->external_correlation) (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   // Return every buffer CUPTI holds while this collector can still free it.
   synchronize_and_flush();
   if (state_->subscriber != nullptr) (void)cuptiUnsubscribe(state_->subscriber);
@@ -446,7 +463,7 @@ void Collector::Tag::pop() noexcept {
 Collector::Tag Collector::tag(int replay, int node) { return Tag(replay, node); }
 
 void Collector::set_tracing(bool on) {
-  for (const CUpti_ActivityKind kind : kTracedKinds) {
+  for (const CUpti_ActivityKind kind : state_->kinds) {
     warn_if_failed(on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind),
                    on ? "enabling an activity kind" : "disabling an activity kind");
   }

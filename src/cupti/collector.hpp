@@ -24,13 +24,17 @@ namespace tpgraph::cupti {
 
 class Collector {
  public:
-  // Enables CONCURRENT_KERNEL, MEMCPY, MEMCPY2 (peer copies), MEMSET, EXTERNAL_CORRELATION and the
-  // runtime and driver API kinds (external correlation records only accompany API records), and
-  // subscribes to the graph-node clone callback. Throws cuda::CudaError (API CUPTI) if CUPTI
-  // refuses (another profiler attached, no permission): the run cannot produce a timeline; failures
-  // after start are warnings, never this. Throws std::logic_error if another Collector is alive
-  // (CUPTI's buffer callbacks are process-wide).
-  Collector();
+  // What is enabled. run: CONCURRENT_KERNEL, MEMCPY, MEMCPY2 (peer copies), MEMSET,
+  // EXTERNAL_CORRELATION and the runtime and driver API kinds (external correlation records only
+  // accompany API records). trace_records: only the four kinds `trace`'s injection library enables
+  // (kernels, copies, peer copies, memsets), so toggling them costs what its records cost (the
+  // calibration of src/cuda/record_cost; its records carry no replay tag).
+  enum class Coverage { run, trace_records };
+  // Enables `coverage`'s kinds and subscribes to the graph-node clone callback. Throws
+  // cuda::CudaError (API CUPTI) if CUPTI refuses (another profiler attached, no permission): the
+  // run cannot produce a timeline; failures after start are warnings, never this. Throws
+  // std::logic_error if another Collector is alive (CUPTI's buffer callbacks are process-wide).
+  explicit Collector(Coverage coverage = Coverage::run);
   // Synchronizes, force-flushes, disables every kind and unsubscribes; never throws.
   ~Collector();
   Collector(const Collector&) = delete;
@@ -70,7 +74,8 @@ class Collector {
   };
   [[nodiscard]] Tag tag(int replay, int node = -1);
 
-  // Turns kernel, copy, memset and API tracing off or on (to measure the replay time it costs).
+  // Turns the coverage's kinds off or on: kernel, copy, memset and (run) API tracing, to measure the
+  // replay time they cost.
   // Work issued while off leaves no record.
   void set_tracing(bool on);
 

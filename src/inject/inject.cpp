@@ -100,7 +100,9 @@ void CUPTIAPI buffer_completed(CUcontext, std::uint32_t, std::uint8_t* buffer, s
       !tracer->writer.ours() || g_cost == CostMode::activity)
     return;
   try {
-    tracer->on_buffer(buffer, valid_bytes);
+    const std::uint64_t start = monotonic_ns();
+    const std::size_t records = tracer->on_buffer(buffer, valid_bytes);
+    tracer->cost.add_buffer(monotonic_ns() - start, records);
   } catch (const std::exception& e) {
     tracer->fail(std::string("reading a record buffer failed: ") + e.what());
   } catch (...) {
@@ -180,10 +182,18 @@ bool on_graph_edit(Tracer& tracer, CUpti_CallbackId cbid, const CUpti_CallbackDa
   }
 }
 
+// The graph launch callbacks (runtime and driver): their time per launch is tpgraph's cost of a replay.
+bool is_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return true;  // only the launches are enabled there
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+         (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
   Tracer* tracer = g_tracer;
   if (tracer == nullptr || cbdata == nullptr || tracer->quiet.load() || tracer->finished() || !tracer->writer.ours())
     return;
+  const SelfCostMeter::Callback timed(tracer->cost, is_launch_callback(domain, cbid));
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       const auto& resource = *static_cast<const CUpti_ResourceData*>(cbdata);

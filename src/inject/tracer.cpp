@@ -47,7 +47,7 @@ std::uint32_t Tracer::intern_locked(const std::string& raw, std::string& chunks)
   return it->second;
 }
 
-void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
+std::size_t Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   std::vector<WireRecord> records;
   std::vector<std::string> record_names;  // parallel to records: raw (mangled) names, interned under the lock
   records.reserve(valid_bytes / 128);
@@ -69,6 +69,7 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   if (const CUptiResult status = cupti::decode_buffer(buffer, valid_bytes, on_record, [](const CUpti_Activity&) {});
       status != CUPTI_SUCCESS)
     note("cuptiActivityGetNextRecord failed (" + result_text(status) + "): the rest of a buffer was lost");
+  const std::size_t decoded = records.size();
 
   if (recorder != nullptr) {
     // Graph records of launches the window or the sampling left out: dropped (names alongside).
@@ -94,22 +95,22 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   // In a fatal signal's flush this thread may already hold the lock (it crashed inside the
   // library): the buffer is then dropped rather than deadlock a dying process.
   std::unique_lock state(state_mutex_, std::defer_lock);
-  if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return;
-  if (finished_.load()) return;
+  if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return decoded;
+  if (finished_.load()) return decoded;
   std::string names;
   for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
-  if (!writer.ours()) return;
+  if (!writer.ours()) return decoded;
   if (recorder != nullptr && recorder->keeps_last()) {
     // The flight recorder holds the records; the names go out now (a dump's records need them).
     if (names.empty() || write_records_locked({}, names, 0)) recorder->flight().add_records(records);
     write_launches_locked(graph_correlations, false);
-    return;
+    return decoded;
   }
-  if (!admit_records_locked(names.size() + records.size() * sizeof(WireRecord))) return;
+  if (!admit_records_locked(names.size() + records.size() * sizeof(WireRecord))) return decoded;
   std::string launches = launches_chunk_locked(graph_correlations, false);
   if (discard_records) {
     if (!launches.empty()) (void)writer.write(launches);
-    return;
+    return decoded;
   }
   records_written_ += records.size();
   graph_records_ += graph_records;
@@ -117,11 +118,12 @@ void Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   // lock and must not wait for a megabyte to reach the disk. The file's lock is taken before the
   // state lock is let go, so chunks keep the order of the state sections that made them.
   auto file = t_signal_flush ? writer.try_lock() : writer.lock();
-  if (!file.owns_lock()) return;  // in a signal's flush, held by the interrupted code: dropped
+  if (!file.owns_lock()) return decoded;  // in a signal's flush, held by the interrupted code: dropped
   state.unlock();
   if (!names.empty()) (void)writer.write_locked(names);
   if (!records.empty()) (void)writer.write_locked(tracefile::records_chunk(records));
   if (!launches.empty()) (void)writer.write_locked(launches);
+  return decoded;
 }
 
 bool Tracer::admit_records_locked(std::uint64_t bytes) {
@@ -526,6 +528,7 @@ void Tracer::finish() noexcept {
                      static_cast<unsigned long long>(runtime_launches_),
                      static_cast<unsigned long long>(nested_same_id_),
                      static_cast<unsigned long long>(nested_other_id_));
+      (void)writer.write(tracefile::self_cost_chunk(cost.totals(launches_seen_)));
       json footer;
       footer["records"] = records_written_;
       footer["dropped"] = static_cast<std::uint64_t>(dropped);
@@ -548,6 +551,7 @@ void Tracer::flush_at_signal(int signal) noexcept {
       write_launches_locked({}, true);
       dump_flight_locked("signal " + std::to_string(signal));
       write_nvtx_locked(false);
+      (void)writer.write(tracefile::self_cost_chunk(cost.totals(launches_seen_)));
     }
     note("the process received signal " + std::to_string(signal) +
          ": CUPTI's buffers were handed back then (records of work still running have no end)");

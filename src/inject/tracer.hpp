@@ -22,6 +22,7 @@
 #include "inject/nvtx_log.hpp"
 #include "inject/record_writer.hpp"
 #include "inject/recorder.hpp"
+#include "inject/self_cost.hpp"
 #include "inject/topology.hpp"
 
 namespace tpgraph::inject {
@@ -77,6 +78,8 @@ class Tracer {
   // The program's NVTX ranges, appended by its threads (inject.cpp's listener), written by on_tick,
   // finish and the signal flush. Guards itself.
   NvtxLog nvtx_log;
+  // tpgraph's own work in this process (callbacks, record buffers), written as the cost chunk.
+  SelfCostMeter cost;
 
   void note(const std::string& text) noexcept {
     try {
@@ -91,7 +94,8 @@ class Tracer {
     note("tpgraph injection stopped recording: " + what);
   }
 
-  void on_buffer(std::uint8_t* buffer, std::size_t valid_bytes);
+  // Returns the records decoded (for the cost chunk).
+  std::size_t on_buffer(std::uint8_t* buffer, std::size_t valid_bytes);
   void on_context_created(CUcontext context);
   void on_context_destroyed(CUcontext context);
   void on_graph_exec_created(const CUpti_GraphData& data);

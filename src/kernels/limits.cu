@@ -1,6 +1,6 @@
-// Kernels that measure this GPU's limits (limits.hpp): streaming read, write and copy, and the
+// Kernels that measure this GPU's limits (limits.hpp): streaming read, write and copy, the
 // tensor-core peak of wgmma m64nNk16 f32.f16.f16 with A from registers, the grouped GEMM's
-// instruction. Each does nothing but the work it measures.
+// instruction, and a spin of a given length. Each does nothing but the work it measures.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -202,6 +202,27 @@ void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream str
 
 double mma_peak_flops(const MmaPeakShape& shape, int iterations) {
   return 2.0 * 64.0 * shape.n * 16.0 * 4.0 * static_cast<double>(iterations) * shape.warpgroups * shape.blocks;
+}
+
+namespace {
+
+__global__ void spin_kernel(std::int64_t ns, std::uint32_t* sink) {
+  std::uint64_t start = 0;
+  std::uint64_t now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now >= start && static_cast<std::int64_t>(now - start) < ns);
+  if (now < start && threadIdx.x == 0) *sink = static_cast<std::uint32_t>(now);
+}
+
+}  // namespace
+
+void spin(std::int64_t ns, std::uint32_t* sink, Stream stream) {
+  if (ns < 1 || ns > 1'000'000'000)
+    throw std::invalid_argument("spin: " + std::to_string(ns) + " ns; accepted: 1 to 1000000000");
+  spin_kernel<<<1, 32, 0, stream>>>(ns, sink);
+  detail::check_launch("spin_kernel");
 }
 
 }  // namespace tpgraph::kernels

@@ -1,6 +1,7 @@
 // Kernels made for nothing but measuring this GPU's limits, which bench states the chain's kernels
 // against: streaming reads (the limit of a GEMM's weight stream), streaming writes, a copy, and the
-// tensor-core peak of the grouped GEMM's own instruction. Plain C++ launch functions, as kernels.hpp.
+// tensor-core peak of the grouped GEMM's own instruction; and a spin, the short kernel `trace`
+// calibrates CUPTI's record cost on. Plain C++ launch functions, as kernels.hpp.
 #pragma once
 #include <cstdint>
 
@@ -34,5 +35,10 @@ void stream_memory(StreamKind kind, const void* src, void* dst, std::int64_t byt
 void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream);
 // The FLOPs one mma_peak launch performs: 2 * 64 * n * 16 per wgmma.
 [[nodiscard]] double mma_peak_flops(const MmaPeakShape& shape, int iterations);
+
+// One warp that spins on the GPU's global timer (ns) for `ns`, so it lasts as long as asked
+// whatever the clock speed; `sink` takes a store only when the timer ran backwards (never), so
+// nothing is optimised away. Throws std::invalid_argument for ns outside 1 to 10^9.
+void spin(std::int64_t ns, std::uint32_t* sink, Stream stream);
 
 }  // namespace tpgraph::kernels

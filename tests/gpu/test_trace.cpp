@@ -251,6 +251,15 @@ TEST_CASE("trace: the example's graph, records and launches come back complete",
     CHECK(l.host_start_ns <= first);
   }
   CHECK(launch_ids.size() == f.launches.size());
+
+  // tpgraph's own cost: every launch's callbacks timed, every record processed counted.
+  REQUIRE(f.self_cost.present);
+  CHECK(f.self_cost.launches == kReplays);
+  CHECK(f.self_cost.callbacks >= 2 * kReplays);
+  CHECK(f.self_cost.launch_callback_ns > 0);
+  CHECK(f.self_cost.launch_callback_ns <= f.self_cost.callback_ns);
+  CHECK(f.self_cost.buffer_records >= f.records.size());
+  CHECK(f.self_cost.buffers > 0);
 }
 
 TEST_CASE("trace: a process killed mid-run keeps what was recorded and reads as cut short", "[gpu][trace]") {

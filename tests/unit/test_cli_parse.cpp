@@ -124,9 +124,10 @@ TEST_CASE("flags land on the subcommand that was parsed", "[cli][parse]") {
     CHECK(line.app->get_subcommand("analyze")->get_option("--no-trace")->count() == 0);
   }
   SECTION("trace: everything after -- is the command, its own flags included") {
-    const auto line =
-        parse({"trace", "--keep-last", "10", "--dump-on", "SIGUSR1", "--out", "d", "--", "sh", "-c", "exit 7"});
+    const auto line = parse(
+        {"trace", "--keep-last", "10", "--dump-on", "SIGUSR1", "--no-cost", "--out", "d", "--", "sh", "-c", "exit 7"});
     CHECK(option<int>(line, "trace", "--keep-last") == 10);
+    CHECK(line.app->get_subcommand("trace")->get_option("--no-cost")->count() == 1);
     CHECK(option<std::string>(line, "trace", "--dump-on") == "SIGUSR1");
     CHECK(option<std::vector<std::string>>(line, "trace", "command") == std::vector<std::string>{"sh", "-c", "exit 7"});
   }

@@ -57,10 +57,23 @@ TEST_CASE("trace exits with the command's own code and reports that no CUDA work
   std::ifstream report(out.path / "report.md");
   const std::string text{std::istreambuf_iterator<char>(report), {}};
   CHECK(has(text, "no CUDA work was seen"));
+  // Nothing recorded, nothing to calibrate: cost.json and the report say why.
+  CHECK(has(text, "- tracing cost: not measured: the program's trace recorded no graph record"));
+  std::ifstream cost(out.path / "cost.json");
+  CHECK(has(std::string{std::istreambuf_iterator<char>(cost), {}}, "\"measured\": false"));
   // The folder is a trace folder now: analyze reads it again, and trace never reuses it.
   const Outcome again = trace("--out '" + out.path.string() + "' -- true");
   CHECK(again.code == 2);
   CHECK(has(again.text, "not an empty folder"));
+}
+
+TEST_CASE("trace --no-cost skips the calibration and says so", "[trace][cli][cost]") {
+  Folder out;
+  const Outcome o = trace("--no-cost --out '" + out.path.string() + "' -- true");
+  CHECK(o.code == 0);
+  CHECK(has(o.text, "tracing cost: not measured: --no-cost"));
+  std::ifstream cost(out.path / "cost.json");
+  CHECK(has(std::string{std::istreambuf_iterator<char>(cost), {}}, "\"reason\": \"--no-cost\""));
 }
 
 TEST_CASE("trace answers a missing or non-executable command as a shell would", "[trace][cli]") {

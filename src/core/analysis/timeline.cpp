@@ -575,6 +575,12 @@ RunAnalysis analyze_run(const RunData& run, const AnalysisOptions& options) {
       if (r.start_ns != 0 && r.end_ns >= r.start_ns) a.base_ns = std::min(a.base_ns, r.start_ns);
   }
   if (a.base_ns == std::numeric_limits<std::uint64_t>::max()) a.base_ns = 0;
+  if (run.tracing_cost) {
+    a.tracing_cost = analyze_tracing_cost(*run.tracing_cost);
+    for (std::size_t i = 0; i < run.variants.size(); ++i)
+      a.variants[i].trace_cost = graph_tracing_cost(*a.tracing_cost, run.variants[i].own_processes,
+                                                    records_per_launch(run.variants[i]), a.variants[i].span_us.median);
+  }
   return a;
 }
 

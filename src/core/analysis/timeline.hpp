@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/analysis/tracing_cost.hpp"
 #include "core/base/enum_format.hpp"
 #include "core/records/run_data.hpp"
 
@@ -319,7 +320,8 @@ struct VariantTimeline {
   double outlier_threshold_us = 0;      // max(kOutlierMads * MAD, kOutlierFraction * median)
   Steadiness steadiness;
   Stats host_launch_us;
-  std::optional<double> tracing_cost;  // replay time traced / untraced
+  std::optional<double> tracing_cost;          // replay time traced / untraced
+  std::optional<GraphTracingCost> trace_cost;  // a trace: its estimated cost per launch (tracing_cost.hpp)
   TimelineHealth health;
   std::string no_topology;                       // VariantRun::topology_error: no wait or critical path was computed
   std::vector<ConditionalSummary> conditionals;  // traced graphs' conditional nodes, in node order
@@ -331,8 +333,9 @@ struct VariantTimeline {
 };
 
 struct RunAnalysis {
-  std::vector<VariantTimeline> variants;  // in RunData order
-  std::uint64_t base_ns = 0;              // the run's first timestamp: trace times are relative to it
+  std::vector<VariantTimeline> variants;            // in RunData order
+  std::uint64_t base_ns = 0;                        // the run's first timestamp: trace times are relative to it
+  std::optional<TracingCostAnalysis> tracing_cost;  // a trace analysed from its folder
   [[nodiscard]] bool collection_clean() const;
 };
 

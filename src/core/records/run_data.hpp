@@ -17,6 +17,7 @@
 #include "core/numerics/reference.hpp"
 #include "core/records/nvtx_timeline.hpp"
 #include "core/records/records.hpp"
+#include "core/records/trace_cost.hpp"
 
 namespace tpgraph {
 
@@ -131,6 +132,8 @@ struct RunData {
   RunEnvironment env;
   std::vector<VariantRun> variants;
   std::optional<TraceCompleteness> trace;  // set for a trace, never for a run of the layer
+  // A trace analysed from its folder: what tracing cost (trace_cost.hpp). Not in records.json.
+  std::optional<TracingCost> tracing_cost;
 };
 
 // records.json text (and back). Parsing validates the schema version and every field; a bad

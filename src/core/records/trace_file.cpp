@@ -227,6 +227,7 @@ class FileReader {
       case ChunkType::footer: return "footer";
       case ChunkType::recording: return "recording";
       case ChunkType::nvtx: return "nvtx";
+      case ChunkType::cost: return "cost";
     }
     return "unknown";
   }
@@ -250,6 +251,9 @@ class FileReader {
         return;
       case ChunkType::nvtx:
         if (const std::string wrong = read_nvtx_chunk(payload, out_.nvtx); !wrong.empty()) warn_once(wrong);
+        return;
+      case ChunkType::cost:
+        if (const std::string wrong = read_self_cost_chunk(payload, out_.self_cost); !wrong.empty()) warn_once(wrong);
         return;
     }
     warn_once(fmt::format("chunks of unknown type {} skipped", type));

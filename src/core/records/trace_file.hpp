@@ -36,6 +36,8 @@
 //            that predates it skips the chunk with a note, and files without it read as before.
 //   nvtx     binary (trace_nvtx.hpp): the program's NVTX ranges opened and closed, with the names
 //            first used since the previous nvtx chunk. Added within version 1 like recording.
+//   cost     JSON (trace_cost.hpp): tpgraph's own work in the process, its callbacks and its record
+//            processing, timed; at exit and at a fatal signal. Added within version 1 like recording.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -45,6 +47,7 @@
 #include <vector>
 
 #include "core/records/records.hpp"
+#include "core/records/trace_cost.hpp"
 
 namespace tpgraph::tracefile {
 
@@ -74,6 +77,7 @@ enum class ChunkType : std::uint32_t {
   footer = 8,
   recording = 9,
   nvtx = 10,
+  cost = 11,
 };
 
 // One CUPTI activity record as stored (56 bytes, no padding between fields).
@@ -245,6 +249,7 @@ struct ProcessFile {
   std::vector<std::string> notes;
   RecordingLog recording;
   NvtxLog nvtx;
+  SelfCost self_cost;  // the last cost chunk; present false without one
   // footer
   bool complete = false;  // the footer was read: the process ended cleanly
   std::uint64_t footer_records = 0;

@@ -8,9 +8,12 @@
 #include <fstream>
 #include <limits>
 
+#include "core/base/atomic_file.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_input.hpp"
 #include "core/numerics/geometry.hpp"
 #include "core/records/analysis_memory.hpp"
+#include "core/records/trace_cost.hpp"
 
 namespace tpgraph {
 
@@ -198,6 +201,29 @@ TracedRun merge_trace_folder(TraceFolder folder, const TraceMergeOptions& option
   out.notes.insert(out.notes.begin(), folder.notes.begin(), folder.notes.end());
   for (auto& v : out.run.variants) v.notes.insert(v.notes.end(), folder.notes.begin(), folder.notes.end());
   return out;
+}
+
+CostCalibration read_cost_file(const std::filesystem::path& trace_dir) {
+  const std::filesystem::path path = trace_dir / kCostFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    return cost_not_measured("the trace folder has no cost.json (traced by a tpgraph that did not calibrate)");
+  try {
+    return parse_cost_file(read_regular_file(path, "cost file", 1 << 16), kCostFile);
+  } catch (const InputError& e) {
+    return cost_not_measured(e.what());
+  }
+}
+
+void write_cost_file(const std::filesystem::path& trace_dir, const CostCalibration& c) {
+  write_file_atomically(trace_dir / kCostFile, cost_file_json(c));
+}
+
+void attach_tracing_cost(TracedRun& traced, CostCalibration calibration) {
+  TracingCost cost;
+  cost.calibration = std::move(calibration);
+  for (const auto& p : traced.processes) cost.processes.push_back({p.pid, p.self_cost});
+  traced.run.tracing_cost = std::move(cost);
 }
 
 std::string render_trace_summary(const TracedRun& t) {

@@ -437,6 +437,7 @@ TracedProcess process_row(const ProcessFile& f) {
   tp.dropped = f.dropped;
   tp.graphs = static_cast<int>(f.graphs.size());
   tp.launches = f.launches.size();
+  tp.self_cost = f.self_cost;
   return tp;
 }
 
@@ -469,6 +470,7 @@ void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::
                       const std::vector<std::vector<std::int64_t>>& pids) {
   std::set<int> all;
   for (const auto& ps : processes) all.insert(ps.begin(), ps.end());
+  for (std::size_t i = 0; i < variants.size(); ++i) variants[i].own_processes = processes[i];
   if (all.size() < 2) return;  // one process: nothing runs beside it that a trace saw
   auto outside = std::make_shared<std::vector<OutsideWork>>();
   std::vector<std::string> labels;
@@ -490,7 +492,6 @@ void add_outside_work(std::vector<VariantRun>& variants, const std::vector<std::
   }
   for (std::size_t i = 0; i < variants.size(); ++i) {
     variants[i].outside = outside;
-    variants[i].own_processes = processes[i];
     variants[i].graph.outside_labels = labels;
   }
 }

@@ -57,7 +57,8 @@ struct TracedProcess {
   std::uint64_t unmatched = 0;  // graph records whose node id reached no known node
   int graphs = 0;
   std::uint64_t launches = 0;
-  double clock_offset_us = 0;  // added to this process's timestamps (alignment)
+  double clock_offset_us = 0;     // added to this process's timestamps (alignment)
+  tracefile::SelfCost self_cost;  // tpgraph's own work in it (its file's cost chunk)
 };
 
 // A collective node matched across ranks in one variant.
@@ -97,6 +98,15 @@ struct TraceFolder {
 [[nodiscard]] TracedRun merge_traces(std::vector<tracefile::ProcessFile> files, const TraceMergeOptions& options);
 // The same for a folder: its notes join the whole-trace findings.
 [[nodiscard]] TracedRun merge_trace_folder(TraceFolder folder, const TraceMergeOptions& options);
+
+// The trace folder's cost.json (trace_cost.hpp); a folder without one (traced before tpgraph
+// calibrated) or with an unreadable one reads as not measured, saying why. Never throws for the file.
+[[nodiscard]] CostCalibration read_cost_file(const std::filesystem::path& trace_dir);
+// Written atomically into the trace folder.
+void write_cost_file(const std::filesystem::path& trace_dir, const CostCalibration& c);
+// Sets traced.run.tracing_cost: `calibration` (cost.json, or made just now by `trace`) and every
+// process's cost chunk.
+void attach_tracing_cost(TracedRun& traced, CostCalibration calibration);
 
 // The hash that buckets graphs by shape before they are compared in full. A test hook: a fuzz
 // harness or a unit test makes every graph collide to show that grouping does not rest on it;

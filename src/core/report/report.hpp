@@ -48,8 +48,8 @@ inline constexpr int kReportSchemaVersion = 2;
 [[nodiscard]] std::string render_replay_detail(const RunData& run, const RunAnalysis& analysis, int replay);
 
 // A trace's first lines for the terminal: CLEAN / NOT CLEAN and why, graphs without topology,
-// truncated files, the program's profiler, the rank rule; "" for a run.
-[[nodiscard]] std::string render_trace_heading(const RunData& run);
+// truncated files, the program's profiler, the rank rule, what tracing cost; "" for a run.
+[[nodiscard]] std::string render_trace_heading(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_terminal_table(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_report_markdown(const RunData& run, const RunAnalysis& analysis);
 [[nodiscard]] std::string render_report_json(const RunData& run, const RunAnalysis& analysis);

@@ -38,7 +38,13 @@ inline constexpr double kShownAtLeastUs = 0.05;
 [[nodiscard]] std::vector<std::string> run_banners(const RunData& run, const RunAnalysis& analysis);
 // report.md's first lines: a trace's completeness line first (CLEAN or NOT CLEAN, why), then the
 // title and trace_header_lines; a run's title alone.
-[[nodiscard]] std::string report_heading(const RunData& run);
+[[nodiscard]] std::string report_heading(const RunData& run, const RunAnalysis& analysis);
+// What tracing cost, for a trace's header: CUPTI's calibrated cost per node (or why not measured)
+// and each process's own cost; one "not measured" line where nothing was (an older trace folder).
+[[nodiscard]] std::vector<std::string> tracing_cost_lines(const TracingCostAnalysis& cost);
+// A graph's "tracing cost ≈ k record-bearing nodes × c µs (CUPTI, ...) + A µs (tpgraph, host) per
+// launch = D µs, p% of its median span", naming a part not measured and why.
+[[nodiscard]] std::string graph_tracing_cost_text(const GraphTracingCost& g);
 // Graphs without topology, truncated files, the program's profiler refused CUPTI (or holding it),
 // and how processes became ranks.
 [[nodiscard]] std::vector<std::string> trace_header_lines(const TraceCompleteness& t);

@@ -104,6 +104,46 @@ json trace_json(const TraceCompleteness& t) {
               {"profiler", t.profiler},       {"recording", t.recording}};
 }
 
+// What tracing cost (tracing_cost.hpp): the calibration, each process's own work, the header lines.
+json tracing_cost_json(const TracingCostAnalysis& cost) {
+  const CostCalibration& c = cost.calibration;
+  json calibration{{"measured", c.measured}, {"not_measured", c.measured ? json(nullptr) : json(c.not_measured)}};
+  if (c.measured)
+    calibration.update(json{{"gpu", c.gpu},
+                            {"device", c.device},
+                            {"nodes", c.nodes},
+                            {"kernel_us", round_to(c.kernel_us, 3)},
+                            {"replays", c.replays},
+                            {"off_us", round_to(c.off_us, 3)},
+                            {"on_us", round_to(c.on_us, 3)},
+                            {"per_node_us", round_to(c.per_node_us, 4)}});
+  json processes = json::array();
+  for (const auto& p : cost.processes)
+    processes.push_back(json{{"pid", p.pid},
+                             {"measured", p.not_measured.empty()},
+                             {"not_measured", p.not_measured.empty() ? json(nullptr) : json(p.not_measured)},
+                             {"launches", p.launches},
+                             {"callback_us_per_launch", opt_json(p.us_per_launch, 4)},
+                             {"other_callbacks_ms", round_to(p.other_callbacks_ms, 3)},
+                             {"records", p.records},
+                             {"processing_us_per_record", opt_json(p.processing_us_per_record, 4)}});
+  return json{{"calibration", calibration}, {"processes", processes}, {"lines", tracing_cost_lines(cost)}};
+}
+
+// A traced graph's estimated cost per launch; null where nothing of it was measured.
+json graph_tracing_cost_json(const std::optional<GraphTracingCost>& g) {
+  if (!g) return nullptr;
+  const auto reason = [](const std::string& why) { return why.empty() ? json(nullptr) : json(why); };
+  return json{{"records_per_launch", round_to(g->records_per_launch, 1)},
+              {"cupti_us", opt_json(g->cupti_us, 3)},
+              {"tpgraph_us", opt_json(g->tpgraph_us, 3)},
+              {"total_us", round_to(g->total_us, 3)},
+              {"span_fraction", opt_json(g->span_fraction, 4)},
+              {"cupti_not_measured", reason(g->cupti_not_measured)},
+              {"tpgraph_not_measured", reason(g->tpgraph_not_measured)},
+              {"text", graph_tracing_cost_text(*g)}};
+}
+
 // A traced graph's own members: no topology and its per-stream nodes, conditional bodies, and the NVTX
 // ranges open around its launches where its processes recorded NVTX ranges.
 void add_traced_json(json& out, const VariantRun& vr, const VariantTimeline& v) {
@@ -401,6 +441,8 @@ void write_report_json(const RunData& run, const RunAnalysis& analysis,
   for (std::size_t i = 0; i < analysis.variants.size(); ++i) {
     variants.push_back(variant_json(run, analysis, i, folders[i]));
     if (run.variants[i].graph.traced()) add_traced_json(variants.back(), run.variants[i], analysis.variants[i]);
+    if (analysis.tracing_cost)
+      variants.back()["tracing_cost_estimate"] = graph_tracing_cost_json(analysis.variants[i].trace_cost);
   }
   json banners = json::array();
   for (const auto& line : run_banners(run, analysis)) banners.push_back(line);
@@ -426,6 +468,7 @@ void write_report_json(const RunData& run, const RunAnalysis& analysis,
            {"time_base_ns", analysis.base_ns},
            {"variants", json::array()}};  // streamed below
   if (run.trace) doc["trace"] = trace_json(*run.trace);
+  if (run.trace && analysis.tracing_cost) doc["trace"]["tracing_cost"] = tracing_cost_json(*analysis.tracing_cost);
   // As doc.dump(1) prints it, with each variant's replays made and written one at a time: a trace
   // of half a million replays would otherwise hold every one as a JSON value, then as text.
   write_object(doc, 0, sink, [&](const std::string& key, std::size_t depth) {

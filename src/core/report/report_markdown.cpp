@@ -196,6 +196,8 @@ void costs_section(std::string& out, const VariantRun& vr, const VariantTimeline
   if (v.tracing_cost)
     fmt::format_to(it, "- CUPTI tracing: {:.1f} µs per replay traced vs {:.1f} µs untraced ({:.3f}x)\n",
                    vr.replay_us_traced, vr.replay_us_untraced, *v.tracing_cost);
+  else if (v.trace_cost)  // a trace: no untraced run to compare with, its cost is itemised instead
+    fmt::format_to(it, "- CUPTI tracing cost: no untraced run of a traced program; itemised above (tracing cost ≈)\n");
   else fmt::format_to(it, "- CUPTI tracing cost: not measured\n");
   fmt::format_to(it, "- collection: {} ({} records)\n",
                  v.health.clean() ? "clean" : "NOT CLEAN: " + v.health.problems(), v.health.records);
@@ -282,7 +284,7 @@ std::string render_report_markdown(const RunData& run, const RunAnalysis& analys
   std::string out;
   auto it = std::back_inserter(out);
   const auto folders = variant_folder_names(run);
-  out += report_heading(run);
+  out += report_heading(run, analysis);
   for (const auto& line : run_banners(run, analysis)) fmt::format_to(it, "**{}**\n\n", line);
   const std::string setup = common_setup(run);
   if (!setup.empty()) fmt::format_to(it, "{}\n\n", setup);

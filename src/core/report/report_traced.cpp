@@ -11,11 +11,13 @@
 
 namespace tpgraph::report_detail {
 
-std::string report_heading(const RunData& run) {
+std::string report_heading(const RunData& run, const RunAnalysis& analysis) {
   if (!run.trace) return "# tpgraph run report\n\n";
   const TraceCompleteness& t = *run.trace;
   std::string out = t.line() + "\n\n# tpgraph trace report\n\n";
   for (const auto& line : trace_header_lines(t)) out += fmt::format("- {}\n", line);
+  if (analysis.tracing_cost)
+    for (const auto& line : tracing_cost_lines(*analysis.tracing_cost)) out += fmt::format("- {}\n", line);
   return out + "\n";
 }
 
@@ -37,10 +39,12 @@ std::vector<std::string> trace_header_lines(const TraceCompleteness& t) {
 
 namespace tpgraph {
 
-std::string render_trace_heading(const RunData& run) {
+std::string render_trace_heading(const RunData& run, const RunAnalysis& analysis) {
   if (!run.trace) return "";
   std::string out = run.trace->line() + "\n";
   for (const auto& line : report_detail::trace_header_lines(*run.trace)) out += line + "\n";
+  if (analysis.tracing_cost)
+    for (const auto& line : report_detail::tracing_cost_lines(*analysis.tracing_cost)) out += line + "\n";
   return out;
 }
 
@@ -90,6 +94,63 @@ std::vector<std::string> traced_lines(const VariantRun& vr, const VariantTimelin
   }
   for (const auto& [stream, line] : streams) out.push_back(fmt::format("stream {} (medians): {}", stream, line));
   for (const auto& c : v.conditionals) out.push_back(conditional_text(vr.graph, c));
+  if (v.trace_cost) out.push_back(graph_tracing_cost_text(*v.trace_cost));
+  return out;
+}
+
+namespace {
+
+std::string calibration_line(const CostCalibration& c) {
+  if (!c.measured) return "tracing cost, CUPTI's records: not measured: " + c.not_measured;
+  return fmt::format(
+      "tracing cost, CUPTI's records: {:.2f} µs per kernel node, calibrated on {} after the run ({} kernels of "
+      "{:.1f} µs in a chain, median replay {:.1f} µs with records off and {:.1f} µs on, {} replays each): a "
+      "calibration on a chain of short kernels, an upper estimate for nodes in parallel branches, not an A/B of "
+      "this program",
+      c.per_node_us, c.gpu.empty() ? "its GPU" : c.gpu, c.nodes, c.kernel_us, c.off_us, c.on_us, c.replays);
+}
+
+std::string process_line(const ProcessTracingCost& p) {
+  if (!p.not_measured.empty())
+    return fmt::format("tracing cost, pid {}: tpgraph's own work not measured: {}", p.pid, p.not_measured);
+  const std::string callbacks =
+      p.us_per_launch ? fmt::format("{:.2f} µs per graph launch ({} launches, host; other callbacks {:.1f} ms in all)",
+                                    *p.us_per_launch, p.launches, p.other_callbacks_ms)
+                      : fmt::format("no graph launch (other callbacks {:.1f} ms in all, host)", p.other_callbacks_ms);
+  const std::string processing =
+      p.processing_us_per_record
+          ? fmt::format("{:.3f} µs per record ({} records, its own thread)", *p.processing_us_per_record, p.records)
+          : std::string("no record");
+  return fmt::format("tracing cost, pid {}: tpgraph's callbacks {}, record processing {}", p.pid, callbacks,
+                     processing);
+}
+
+std::string count_text(double v) {
+  return v == static_cast<double>(static_cast<long long>(v)) ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v);
+}
+
+}  // namespace
+
+std::vector<std::string> tracing_cost_lines(const TracingCostAnalysis& cost) {
+  if (cost.nothing_measured())
+    return {
+        fmt::format("tracing cost: not measured: {}; no process file has a cost chunk", cost.calibration.not_measured)};
+  std::vector<std::string> out{calibration_line(cost.calibration)};
+  for (const auto& p : cost.processes) out.push_back(process_line(p));
+  return out;
+}
+
+std::string graph_tracing_cost_text(const GraphTracingCost& g) {
+  std::string parts;
+  if (g.cupti_us)
+    parts = fmt::format("{} record-bearing nodes × {:.2f} µs (CUPTI, calibrated on {} after the run)",
+                        count_text(g.records_per_launch), g.cupti_us_per_node, g.gpu.empty() ? "its GPU" : g.gpu);
+  if (g.tpgraph_us) parts += fmt::format("{}{:.2f} µs (tpgraph, host)", parts.empty() ? "" : " + ", *g.tpgraph_us);
+  std::string out = fmt::format("tracing cost ≈ {} per launch", parts);
+  if (g.cupti_us) out += fmt::format(" = {:.2f} µs", g.total_us);
+  if (g.span_fraction) out += fmt::format(", {:.1f}% of its median span", *g.span_fraction * 100);
+  if (!g.cupti_us) out += "; CUPTI's share not measured: " + g.cupti_not_measured;
+  if (!g.tpgraph_us) out += "; tpgraph's share not measured: " + g.tpgraph_not_measured;
   return out;
 }
 
