@@ -530,14 +530,16 @@ void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_r
   // The warp-specialised variant (gemm_wgmma_ws.cu) takes layout v2; v1 stays on this kernel.
   if (v2) {
     launch_wgmma_ws(args, tile, routed_rows, grid, stream);
-    return;
+  } else {
+    launch_layout<false>(args, routed_rows, tile, grid, stream);
   }
-#endif
+#else
   if (v2) {
     launch_layout<true>(args, routed_rows, tile, grid, stream);
   } else {
     launch_layout<false>(args, routed_rows, tile, grid, stream);
   }
+#endif
 }
 
 }  // namespace tpgraph::kernels::gemm
