@@ -527,12 +527,7 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
 
 void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
 #ifdef TPGRAPH_WGMMA_WS
-  // The warp-specialised variant (gemm_wgmma_ws.cu) takes layout v2; v1 stays on this kernel.
-  if (v2) {
-    launch_wgmma_ws(args, tile, routed_rows, grid, stream);
-  } else {
-    launch_layout<false>(args, routed_rows, tile, grid, stream);
-  }
+  launch_wgmma_ws(args, v2, tile, routed_rows, grid, stream);  // the warp-specialised variant
 #else
   if (v2) {
     launch_layout<true>(args, routed_rows, tile, grid, stream);

@@ -1,13 +1,14 @@
-// The grouped GEMM's warp-specialised wgmma kernel (built with -DTPGRAPH_WGMMA_WS=1; layout v2,
-// tiles 3 and 4; launch_wgmma hands it v2 launches in such a build). In gemm_wgmma.cu every warp
-// decodes its weights into wgmma's register A operand and waits on its own wgmma: at 128 registers
-// a thread cannot decode a chunk ahead, and the warps mostly wait (docs/kernel-notes.md). Here
-// the decode runs ahead of the tensor cores:
+// The grouped GEMM's warp-specialised wgmma kernel (built with -DTPGRAPH_WGMMA_WS=1, which hands
+// it every launch of tiles 3 and 4, layouts v1 and v2). In gemm_wgmma.cu every warp decodes its
+// weights into wgmma's register A operand and waits on its own wgmma: at 128 registers a thread
+// cannot decode a chunk ahead, and the warps mostly wait (docs/kernel-notes.md). Here the decode
+// runs ahead of the tensor cores:
 //
-// - a producer warpgroup (warps 0-3, setmaxnreg down) brings each 64-row group's NVFP4 units in by
-//   bulk copies, decodes them to fp16 in shared memory, in the layout wgmma's descriptor reads (the
-//   interleaved K-major layout, ptx.cuh), and arrives on the A stage's full barrier; it also issues
-//   the routed rows' tensor copies (the B ring), warp gc % 4 for chunk gc + 1;
+// - a producer warpgroup (warps 0-3, setmaxnreg down) brings each 64-row group's NVFP4 chunks into
+//   shared memory (gemm_wgmma_ws_raw.cuh: v2 units by bulk copies, v1 rows by cp.async), decodes
+//   them to fp16 in shared memory, in the layout wgmma's descriptor reads (the interleaved K-major
+//   layout, ptx.cuh), and arrives on the A stage's full barrier; it also issues the routed rows'
+//   tensor copies (the B ring), warp gc % 4 for chunk gc + 1;
 // - consumer warpgroups (setmaxnreg up), each 128 weight rows as two m64 halves, issue wgmma with
 //   both operands from shared memory: the decoded weights and the routed-row stage. Their
 //   registers hold the accumulators (N = 160: 160 of them) and little else.
@@ -32,6 +33,7 @@
 #include <string>
 
 #include "kernels/gemm_common.cuh"
+#include "kernels/gemm_wgmma_ws_raw.cuh"
 #include "kernels/launch.cuh"
 
 namespace tpgraph::kernels::gemm {
@@ -185,35 +187,20 @@ __device__ __forceinline__ void ws_load_b(const WsBlock& b, const CUtensorMap* m
   }
 }
 
-// A producer warp's NVFP4 units of chunk `c` of row block `item` (one per tile; a tile's units are
-// one contiguous stream, its tiles' streams follow each other) into a raw stage. One lane.
-template <int kConsumers>
-__device__ __forceinline__ void ws_load_raw(std::uint32_t dst, std::uint32_t bar, const std::uint8_t* first, int item,
-                                            int c, int chunks) {
-  using Shape = WsShape<kConsumers>;
-  detail::mbar_expect_tx(bar, Shape::kRawStageBytes);
-  const std::uint8_t* src = first + (static_cast<std::int64_t>(item) * Shape::kTiles * chunks + c) * kUnitBytes;
-#pragma unroll
-  for (int j = 0; j < Shape::kProducerTiles; ++j) {
-    detail::bulk_copy(dst + static_cast<std::uint32_t>(j * kUnitBytes),
-                      src + static_cast<std::int64_t>(j) * chunks * kUnitBytes, kUnitBytes, bar);
-  }
-}
-
 // A producer warp's tiles of one chunk, decoded (nvfp4_decode.cuh, the register fragment of
 // gemm_wgmma.cu) and stored where wgmma's descriptor reads them: tile j's rows g and g + 8 are
 // core-matrix rows of 8-row groups 2j and 2j + 1 (1024 bytes apart), k16 step kk's two 8-column
 // halves core matrices 2kk and 2kk + 1 (128 bytes apart); lane (g, t) writes bytes 16g + 4t of each
 // (`a_lane`): a warp's 32 words of one store fill 128 contiguous bytes, no bank conflicts.
-template <int kTilesPerWarp>
-__device__ __forceinline__ void ws_decode_chunk(std::uint32_t raw_stage, std::uint32_t a_lane, int lane) {
+template <bool kV2, int kTilesPerWarp, typename Raw>
+__device__ __forceinline__ void ws_decode_chunk(const Raw& raw, int stage, std::uint32_t a_lane, int lane) {
 #pragma unroll kWsUnroll
   for (int j = 0; j < kTilesPerWarp; ++j) {
-    const Fragment f = load_unit_fragment(raw_stage + static_cast<std::uint32_t>(j * kUnitBytes), lane);
+    const Fragment f = raw.fragment(stage, j, lane);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       std::uint32_t a[4];
-      detail::decode_a_fragment<true>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
       const std::uint32_t at = a_lane + static_cast<std::uint32_t>(j * 2048 + kk * 256);
       detail::sts32(at, a[0]);
       detail::sts32(at + 1024, a[1]);
@@ -223,13 +210,13 @@ __device__ __forceinline__ void ws_decode_chunk(std::uint32_t raw_stage, std::ui
   }
 }
 
-// Where a producer warp's chunks go: its raw pipe, its A stage slot, its consumer's barriers.
+// A producer warp's place in the block: its weights (first tile, in its group's matrix), its A
+// stage slot and its consumer's barriers.
 struct WsFeed {
-  const std::uint8_t* first;  // item 0's first tile stream
-  std::uint32_t raw;          // raw stage 0
-  std::uint32_t raw_bars;
-  std::uint32_t a_lane;  // A stage 0, this lane's first word
-  std::uint32_t a_full;  // the consumer's barriers, stage 0
+  const std::uint8_t* matrix;  // the expert's matrix of the warp's GEMM
+  int tile;                    // the warp's first tile in row block 0
+  std::uint32_t a_lane;        // A stage 0, this lane's first word
+  std::uint32_t a_full;        // the consumer's barriers, stage 0
   std::uint32_t a_empty;
   bool active;
 };
@@ -239,12 +226,10 @@ __device__ __forceinline__ WsFeed ws_feed(const GemmArgs& args, const WsBlock& b
   const int tile = warp * Shape::kProducerTiles;  // the warp's first tile in the block
   const int q = tile / 4;
   const WsGroup group = ws_group<kConsumers, kPair>(args, b, q);
-  const std::uint8_t* matrix = (group.partner ? args.partner_weights : args.weights) +
-                               static_cast<std::int64_t>(b.work.expert) * args.out_rows * b.chunks * kChunkBytes;
   WsFeed f;
-  f.first = matrix + static_cast<std::int64_t>(group.tile0 + tile % 4) * b.chunks * kUnitBytes;
-  f.raw = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>(warp * Shape::kRawStages * Shape::kRawStageBytes);
-  f.raw_bars = TPGRAPH_WS_AT(b, raw_full) + static_cast<std::uint32_t>(warp * Shape::kRawStages * 8);
+  f.matrix = (group.partner ? args.partner_weights : args.weights) +
+             static_cast<std::int64_t>(b.work.expert) * args.out_rows * b.chunks * kChunkBytes;
+  f.tile = group.tile0 + tile % 4;
   f.a_lane = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(q * kWsHalfBytes + (tile % 4) * 2048 + 4 * lane);
   f.a_full = TPGRAPH_WS_AT(b, a_full) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
   f.a_empty = TPGRAPH_WS_AT(b, a_empty) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
@@ -256,7 +241,7 @@ __device__ __forceinline__ WsFeed ws_feed(const GemmArgs& args, const WsBlock& b
 // chunk gc + 1, then the decode of its tiles into A stage gc % kAStages once the consumer has
 // released it, then its arrival on the stage's full barrier. A warp of a group past the last
 // weight row decodes nothing and still arrives, so the barriers' counts hold.
-template <int kConsumers, bool kPair>
+template <bool kV2, int kConsumers, bool kPair>
 __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorMap* map, const WsBlock& b) {
   using Shape = WsShape<kConsumers>;
   using RingA = RingOrder<Shape::kAStages>;
@@ -264,20 +249,29 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const WsFeed f = ws_feed<kConsumers, kPair>(args, b, warp, lane);
+  const WsRaw<kV2, Shape::kProducerTiles, Shape::kRawStages, Shape::kTiles> raw(
+      f.matrix, f.tile, b.chunks,
+      TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>(warp * Shape::kRawStages * Shape::kRawStageBytes),
+      TPGRAPH_WS_AT(b, raw_full) + static_cast<std::uint32_t>(warp * Shape::kRawStages * 8), lane);
   int raw_item = 0;  // the chunk the raw pipe loads next
   int raw_c = 0;
   auto next_raw = [&](int stage) {
-    if (f.active && lane == 0) {
-      ws_load_raw<kConsumers>(f.raw + static_cast<std::uint32_t>(stage * Shape::kRawStageBytes), f.raw_bars + 8 * stage,
-                              f.first, raw_item, raw_c, b.chunks);
-    }
+    raw.load(stage, raw_item, raw_c, lane);
     if (++raw_c == b.chunks) {
       raw_c = 0;
       ++raw_item;
     }
   };
-  for (int s = 0; s < Shape::kRawStages && s < b.total; ++s) next_raw(s);
-  if (warp == 0 && lane == 0 && b.total > 0) ws_load_b<kConsumers>(b, map, 0, 0);
+  if (f.active) {
+    for (int s = 0; s < Shape::kRawStages; ++s) {
+      if (s < b.total) {
+        next_raw(s);
+      } else {
+        raw.skip();
+      }
+    }
+  }
+  if (warp == 0 && lane == 0) ws_load_b<kConsumers>(b, map, 0, 0);
   int b_c = b.chunks == 1 ? 0 : 1;  // routed-row chunk of chunk gc + 1
   for (int gc = 0; gc < b.total; ++gc) {
     if (lane == 0 && warp == gc % 4 && gc + 1 < b.total) ws_load_b<kConsumers>(b, map, gc + 1, b_c);
@@ -286,11 +280,15 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
     if (gc >= Shape::kAStages) detail::mbar_wait(f.a_empty + 8 * sa, RingA::phase(gc) ^ 1u);
     if (f.active) {
       const int sr = RingRaw::stage(gc);
-      detail::mbar_wait(f.raw_bars + 8 * sr, RingRaw::phase(gc));
-      ws_decode_chunk<Shape::kProducerTiles>(f.raw + static_cast<std::uint32_t>(sr * Shape::kRawStageBytes),
-                                             f.a_lane + static_cast<std::uint32_t>(sa * Shape::kAStageBytes), lane);
+      raw.wait(sr, RingRaw::phase(gc));
+      ws_decode_chunk<kV2, Shape::kProducerTiles>(
+          raw, sr, f.a_lane + static_cast<std::uint32_t>(sa * Shape::kAStageBytes), lane);
       __syncwarp();  // every lane has read the raw stage: refill it
-      if (gc + Shape::kRawStages < b.total) next_raw(sr);
+      if (gc + Shape::kRawStages < b.total) {
+        next_raw(sr);
+      } else {
+        raw.skip();
+      }
     }
     detail::fence_proxy_async_shared();  // the decoded words are visible to wgmma (the async proxy)
     __syncwarp();
@@ -506,7 +504,7 @@ __device__ __forceinline__ void ws_store_staged(const GemmArgs& args, const std:
   }
 }
 
-template <int kConsumers, bool kPair>
+template <bool kV2, int kConsumers, bool kPair>
 __device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap* map, std::uint8_t* smem,
                                          const BlockWork& work) {
   using Shape = WsShape<kConsumers>;
@@ -516,7 +514,7 @@ __device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap
   if (threadIdx.x < 128) {
     detail::setmaxnreg_dec<Shape::kProducerRegs>();
     const WsBlock b = ws_block_of<kConsumers>(args, smem);
-    ws_produce<kConsumers, kPair>(args, map, b);
+    ws_produce<kV2, kConsumers, kPair>(args, map, b);
     ws_producer_retire<kConsumers>(b);
   } else {
     detail::setmaxnreg_inc<Shape::kConsumerRegs>();
@@ -525,19 +523,19 @@ __device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap
   ws_store_staged<kConsumers, kPair>(args, smem, block_work(args));
 }
 
-template <int kConsumers, int kMinBlocks>
+template <bool kV2, int kConsumers, int kMinBlocks>
 __global__ void __launch_bounds__(WsShape<kConsumers>::kThreads, kMinBlocks)
     grouped_gemm_ws_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
   extern __shared__ __align__(1024) std::uint8_t ws_smem[];
   const BlockWork w = block_work(args);
   if (w.pair) {
-    ws_block<kConsumers, true>(args, &x16_map, ws_smem, w);
+    ws_block<kV2, kConsumers, true>(args, &x16_map, ws_smem, w);
   } else {
-    ws_block<kConsumers, false>(args, &x16_map, ws_smem, w);
+    ws_block<kV2, kConsumers, false>(args, &x16_map, ws_smem, w);
   }
 }
 
-template <int kTile>
+template <bool kV2, int kTile>
 void launch_ws_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
   static_assert(spec.wgmma && spec.warpgroups % 2 == 0);
@@ -550,7 +548,7 @@ void launch_ws_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStrea
   constexpr int kLaunchRegs = 65536 / (WsShape<kConsumers>::kThreads * spec.min_blocks) / 8 * 8;
   static_assert(128 * WsShape<kConsumers>::kProducerRegs + 128 * kConsumers * WsShape<kConsumers>::kConsumerRegs <=
                 WsShape<kConsumers>::kThreads * kLaunchRegs);
-  auto* kernel = grouped_gemm_ws_kernel<kConsumers, spec.min_blocks>;
+  auto* kernel = grouped_gemm_ws_kernel<kV2, kConsumers, spec.min_blocks>;
   constexpr int smem = ws_smem_bytes<kConsumers>();
   detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
   const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
@@ -558,13 +556,22 @@ void launch_ws_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStrea
   detail::check_launch("grouped_gemm");
 }
 
+template <bool kV2>
+void launch_ws_layout(const GemmArgs& args, int tile, std::int64_t routed_rows, int grid, cudaStream_t stream) {
+  switch (tile) {
+    case 3: return launch_ws_tile<kV2, 3>(args, routed_rows, grid, stream);
+    case 4: return launch_ws_tile<kV2, 4>(args, routed_rows, grid, stream);
+    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " is not a wgmma tile");
+  }
+}
+
 }  // namespace
 
-void launch_wgmma_ws(const GemmArgs& args, int tile, std::int64_t routed_rows, int grid, Stream stream) {
-  switch (tile) {
-    case 3: return launch_ws_tile<3>(args, routed_rows, grid, stream);
-    case 4: return launch_ws_tile<4>(args, routed_rows, grid, stream);
-    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " is not a wgmma tile");
+void launch_wgmma_ws(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
+  if (v2) {
+    launch_ws_layout<true>(args, tile, routed_rows, grid, stream);
+  } else {
+    launch_ws_layout<false>(args, tile, routed_rows, grid, stream);
   }
 }
 

@@ -53,6 +53,11 @@ __device__ __forceinline__ uint2 lds64(std::uint32_t a) {
   return v;
 }
 
+__device__ __forceinline__ std::uint32_t lds32(std::uint32_t a) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
 __device__ __forceinline__ void sts32(std::uint32_t a, std::uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
