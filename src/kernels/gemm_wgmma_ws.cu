@@ -33,73 +33,13 @@
 #include <string>
 
 #include "kernels/gemm_common.cuh"
+#include "kernels/gemm_wgmma_ws.cuh"
 #include "kernels/gemm_wgmma_ws_raw.cuh"
 #include "kernels/launch.cuh"
 
 namespace tpgraph::kernels::gemm {
 namespace {
 
-constexpr int kWsBStageBytes = kWgmmaMaxTokens * 128;  // a chunk of up to 160 routed rows, 20 KB
-constexpr int kWsHalfBytes = 64 * 128;                 // a 64-row group's decoded chunk, 8 KB
-constexpr int kWsXsBytes = 2048;                       // the routed rows' scales, two GEMMs', padded to 1024 alignment
-// Tiles a producer warp decodes between two fragment loads: with all four of tile 4's unrolled,
-// ptxas hoisted their shared loads and spilled at 56 and 64 registers; two are spill-free.
-constexpr int kWsUnroll = 2;
-
-// A block of kConsumers consumer warpgroups and one producer warpgroup.
-template <int kConsumers>
-struct WsShape {
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kRows = 128 * kConsumers;
-  static constexpr int kTiles = kRows / 16;                   // 16-row tiles a row block has
-  static constexpr int kProducerTiles = kTiles / 4;           // per producer warp: 4 (a 64-row group) or 2
-  static constexpr int kFeeders = 4 / kConsumers;             // producer warps per consumer
-  static constexpr int kBStages = kConsumers == 2 ? 4 : 3;    // routed-row chunks
-  static constexpr int kAStages = kConsumers == 2 ? 3 : 2;    // decoded chunks
-  static constexpr int kRawStages = kConsumers == 2 ? 4 : 3;  // NVFP4 chunks per producer warp
-  static constexpr int kAStageBytes = 2 * kConsumers * kWsHalfBytes;
-  static constexpr int kRawStageBytes = kProducerTiles * kUnitBytes;
-  // setmaxnreg: the fewest registers each role compiles to without spills (ptxas 13.0: tile 4's
-  // producer spilled at 56, tile 3's consumer at 192), within the block's share of the file.
-  static constexpr int kProducerRegs = kConsumers == 2 ? 64 : 56;
-  static constexpr int kConsumerRegs = kConsumers == 2 ? 216 : 200;
-  // The producer of chunk gc + 1's routed rows waits for chunk gc + 1 - kBStages to be released,
-  // no later than the chunk its own A stage waits for (gc - kAStages).
-  static_assert(kBStages >= kAStages + 1);
-  static_assert(kProducerTiles == 2 || kProducerTiles == 4, "a producer warp's tiles lie in one 64-row group");
-};
-
-template <int kConsumers>
-struct WsStorage {
-  using Shape = WsShape<kConsumers>;
-  float xs[kWsXsBytes / 4];
-  std::uint8_t b_ring[Shape::kBStages][kWsBStageBytes];                  // 128-byte swizzle (tensor copies)
-  std::uint8_t a_stages[Shape::kAStages][2 * kConsumers][kWsHalfBytes];  // interleaved, per 64-row group
-  std::uint8_t raw[4][Shape::kRawStages][Shape::kRawStageBytes];         // per producer warp
-  std::uint64_t b_full[Shape::kBStages];                                 // the routed rows have landed
-  std::uint64_t b_empty[Shape::kBStages];              // every consumer warp's wgmmas that read them are complete
-  std::uint64_t a_full[kConsumers][Shape::kAStages];   // the consumer's producer warps have decoded
-  std::uint64_t a_empty[kConsumers][Shape::kAStages];  // the consumer's wgmmas that read it are complete
-  std::uint64_t raw_full[4][Shape::kRawStages];        // a producer warp's units have landed
-};
-template <int kConsumers>
-struct WsStagedOutputs {  // the last row block's outputs, over the storage once it is retired
-  float xs[kWsXsBytes / 4];
-  float out[kWgmmaMaxTokens][128 * kConsumers + 4];  // [routed row][out row], a 16-byte pad per row
-};
-template <int kConsumers>
-constexpr int ws_smem_bytes() {
-  return sizeof(WsStorage<kConsumers>) > sizeof(WsStagedOutputs<kConsumers>)
-             ? static_cast<int>(sizeof(WsStorage<kConsumers>))
-             : static_cast<int>(sizeof(WsStagedOutputs<kConsumers>));
-}
-static_assert(offsetof(WsStorage<2>, b_ring) % 1024 == 0 && offsetof(WsStorage<1>, b_ring) % 1024 == 0,
-              "the swizzled stages are 1024-byte aligned");
-static_assert(offsetof(WsStorage<2>, b_empty) == offsetof(WsStorage<2>, b_full) + 8 * WsShape<2>::kBStages &&
-                  offsetof(WsStorage<2>, raw_full) + sizeof(WsStorage<2>::raw_full) == sizeof(WsStorage<2>),
-              "the barriers are one array from b_full to the end");
-static_assert(ws_smem_bytes<2>() <= 227 * 1024 && 2 * (ws_smem_bytes<1>() + 1024) <= 228 * 1024,
-              "tile 4 fits one block per SM, tile 3 two");
 constexpr int kWsBarrierRetire = 1;  // named barrier of the retiring steps (0 is __syncthreads')
 
 // What both roles know of the block: its work item and its shared memory's addresses.
@@ -298,12 +238,14 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
 
 // ---- the consumer warpgroups ------------------------------------------------------------------
 
+#ifndef TPGRAPH_WGMMA_WS_RS
 // One chunk of a consumer: per k16 step, one wgmma per active half (A: the half's decoded group at
 // a_lo + 512 * half, step kk at + 16 * kk; B: the routed-row stage, step kk at + 2 * kk; both
 // descriptors by their low word). The chunk's wgmmas are one group; the previous chunk's group is
 // complete on return.
 template <int kN, int kHalves>
-__device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t a_lo, std::uint32_t b_lo) {
+__device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t a_lo, std::uint32_t,
+                                             std::uint32_t b_lo) {
   detail::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
@@ -317,6 +259,31 @@ __device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint3
   detail::wgmma_commit();
   detail::wgmma_wait<1>();
 }
+#else
+// TPGRAPH_WGMMA_WS_RS=1: A from registers, as in gemm_wgmma.cu (the same instruction on the same
+// registers, in case wgmma sums an A from shared memory in another order), loaded from the decoded
+// stage with one ldmatrix.x4 per half and k16 step (`a_ldm`: this lane's row of the warp's tile:
+// matrix L / 8 is rows 8 (i & 1) on and k 8 (i >> 1) on, exactly the A fragment's four registers).
+// One group per k16 step, the previous one complete before the next step's registers are loaded.
+template <int kN, int kHalves>
+__device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t, std::uint32_t a_ldm,
+                                             std::uint32_t b_lo) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    std::uint32_t a[2][4];
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h)
+      detail::ldmatrix_x4_at(a[h], a_ldm + static_cast<std::uint32_t>(h * kWsHalfBytes + kk * 256));
+    detail::wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      detail::Wgmma<kN>::mma(acc[h], a[h], detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
+    }
+    detail::wgmma_commit();
+    detail::wgmma_wait<1>();
+  }
+}
+#endif
 
 // The last row block's outputs of one consumer warp, staged as [routed row][out row] (out row
 // 64 q + 16 w + g, as gemm_wgmma.cu's warp 4 q + w), scaled by the half's GEMM's scales.
@@ -367,19 +334,24 @@ struct WsReads {
   std::uint32_t b_empty;
   std::uint32_t a_full;  // this consumer's
   std::uint32_t a_empty;
-  std::uint32_t a_lo;  // A stage 0, half 0 (interleaved)
-  std::uint32_t b_lo;  // B stage 0 (128-byte swizzle)
+  std::uint32_t a_lo;   // A stage 0, half 0 (interleaved)
+  std::uint32_t a_ldm;  // A stage 0, half 0: this lane's ldmatrix row in its warp's tile (TPGRAPH_WGMMA_WS_RS)
+  std::uint32_t b_lo;   // B stage 0 (128-byte swizzle)
 };
 template <int kConsumers>
 __device__ __forceinline__ WsReads ws_reads(const WsBlock& b, int consumer) {
   constexpr int kAStages = WsShape<kConsumers>::kAStages;
   const std::uint32_t own = static_cast<std::uint32_t>(consumer * kAStages * 8);
+  const std::uint32_t a_half0 = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(2 * consumer * kWsHalfBytes);
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t ldm_row = static_cast<std::uint32_t>(((threadIdx.x / 32) % 4) * 2048 + (lane / 8 & 1) * 1024 +
+                                                           (lane / 16) * 128 + (lane % 8) * 16);
   return WsReads{TPGRAPH_WS_AT(b, b_full),
                  TPGRAPH_WS_AT(b, b_empty),
                  TPGRAPH_WS_AT(b, a_full) + own,
                  TPGRAPH_WS_AT(b, a_empty) + own,
-                 detail::smem_desc_interleave_lo_of(TPGRAPH_WS_AT(b, a_stages) +
-                                                    static_cast<std::uint32_t>(2 * consumer * kWsHalfBytes)),
+                 detail::smem_desc_interleave_lo_of(a_half0),
+                 a_half0 + ldm_row,
                  detail::smem_desc_sw128_lo_of(TPGRAPH_WS_AT(b, b_ring))};
 }
 
@@ -404,6 +376,7 @@ __device__ __forceinline__ void ws_consume_chunks(const GemmArgs& args, float (&
       detail::mbar_wait(r.a_full + 8 * sa, RingA::phase(gc));
       if constexpr (kHalves > 0) {
         ws_mma_chunk<kN, kHalves>(acc, r.a_lo + static_cast<std::uint32_t>(sa * (Shape::kAStageBytes >> 4)),
+                                  r.a_ldm + static_cast<std::uint32_t>(sa * Shape::kAStageBytes),
                                   r.b_lo + static_cast<std::uint32_t>(sb * (kWsBStageBytes >> 4)));
       }
       if (gc > 0 && lane == 0) {  // the previous chunk's wgmmas are complete
