@@ -1,6 +1,8 @@
-// Device code both grouped GEMM kernels share: the weight fragment a lane decodes, layout v1's
-// byte-gathering weight stream, the v2 weight pipes' geometry, and the block's work item.
+// Device code the grouped GEMM kernels share: the weight fragment a lane decodes, layout v1's
+// byte-gathering weight stream, the v2 weight pipes' geometry, the block's work item, and what
+// both wgmma kernels use (ring order, a row block's stores from registers, the routed rows' map).
 #pragma once
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -103,5 +105,49 @@ __device__ __forceinline__ BlockWork block_work(const GemmArgs& args) {
   const int4 item = reinterpret_cast<const int4*>(args.items)[1 + blockIdx.x];
   return BlockWork{item.x, item.y & 0xffff, (item.y >> 16) & 0x3fff, item.z, item.w, (item.y & kPairItemBit) != 0};
 }
+
+// A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
+// stages): its n-th use takes slot n % kStages, and the barrier of that slot completes with phase
+// parity (n / kStages) & 1. Static functions of the use count: the kernel keeps one counter (gc)
+// for every ring it walks, and an object per ring changed the generated SASS.
+template <int kStages>
+struct RingOrder {
+  [[nodiscard]] __device__ __forceinline__ static int stage(int n) {
+    return static_cast<int>(static_cast<unsigned>(n) % kStages);
+  }
+  [[nodiscard]] __device__ __forceinline__ static std::uint32_t phase(int n) {
+    return (static_cast<unsigned>(n) / kStages) & 1u;
+  }
+};
+
+// A row block before the last: its outputs straight from registers (the next row block's weights
+// and routed rows are already on their way), then the accumulators start again from zero.
+template <int kN>
+__device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&acc)[kN / 2], const float* xs_s,
+                                                int row_begin, int block_rows, int tile, int g, int t) {
+  detail::wgmma_wait<0>();
+  {
+    // One running address (the compiler would otherwise keep every store's address live).
+    float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows + tile * 16 + g;
+    const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int n = j * 8 + 2 * t + c;
+        const float scale = xs_s[n];
+        detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+        out += c == 0 ? step : 7 * step;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
+}
+
+// The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernels'
+// copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row
+// (gemm_wgmma.cu).
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols);
 
 }  // namespace tpgraph::kernels::gemm

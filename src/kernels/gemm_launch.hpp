@@ -30,5 +30,8 @@ struct GemmArgs {
 // cuda::CudaError when the launch fails.
 void launch_mma(const GemmArgs& args, bool v2, int tile, int grid, Stream stream);
 void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream);
+// The warp-specialised wgmma kernel (gemm_wgmma_ws.cu, built with TPGRAPH_WGMMA_WS=1): in such a
+// build launch_wgmma hands it every launch.
+void launch_wgmma_ws(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream);
 
 }  // namespace tpgraph::kernels::gemm

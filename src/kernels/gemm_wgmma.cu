@@ -34,20 +34,6 @@ static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk 
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
-// A ring of kStages slots filled and drained in order (the routed-row stages, a warp's weight
-// stages): its n-th use takes slot n % kStages, and the barrier of that slot completes with phase
-// parity (n / kStages) & 1. Static functions of the use count: the kernel keeps one counter (gc)
-// for every ring it walks, and an object per ring changed the generated SASS.
-template <int kStages>
-struct RingOrder {
-  [[nodiscard]] __device__ __forceinline__ static int stage(int n) {
-    return static_cast<int>(static_cast<unsigned>(n) % kStages);
-  }
-  [[nodiscard]] __device__ __forceinline__ static std::uint32_t phase(int n) {
-    return (static_cast<unsigned>(n) / kStages) & 1u;
-  }
-};
-
 // Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
 // routed-row ring, the weight pipes (v2), the ring's barriers. After the last chunk the last row
 // block's outputs are staged over the ring (WgStagedOutputs), so the kernel allocates the larger
@@ -293,31 +279,6 @@ __device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment
   }
 }
 
-// A row block before the last: its outputs straight from registers (the next row block's weights
-// and routed rows are already on their way), then the accumulators start again from zero.
-template <int kN>
-__device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&acc)[kN / 2], const float* xs_s,
-                                                int row_begin, int block_rows, int tile, int g, int t) {
-  detail::wgmma_wait<0>();
-  {
-    // One running address (the compiler would otherwise keep every store's address live).
-    float* out = args.y + static_cast<std::int64_t>(row_begin + 2 * t) * args.out_rows + tile * 16 + g;
-    const std::int64_t step = static_cast<std::int64_t>(args.out_rows);
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int n = j * 8 + 2 * t + c;
-        const float scale = xs_s[n];
-        detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
-        out += c == 0 ? step : 7 * step;
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
-}
-
 // The last row block's outputs: staged in shared memory as [routed row][out row] over the ring
 // (the pad per row makes the fragment writes hit distinct banks), whose barriers are retired first,
 // then 16-byte stores, each warp a whole 1 KB row.
@@ -514,31 +475,6 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   }
 }
 
-// The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernel's
-// copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row.
-CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  // The driver's entry point, found once (the project does not link libcuda itself).
-  static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
-  const cuuint32_t box[2] = {kChunkElems, 16};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult status =
-      encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides, box,
-             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (status != CUDA_SUCCESS) {
-    const std::string what = "grouped_gemm: cuTensorMapEncodeTiled for " + std::to_string(rows) + " x " +
-                             std::to_string(cols) + " routed rows";
-    cuda::check(status, what.c_str());
-  }
-  return map;
-}
-
 template <bool kV2, int kTile>
 void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
@@ -566,12 +502,39 @@ void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, 
 
 }  // namespace
 
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // The driver's entry point, found once (the project does not link libcuda itself).
+  static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
+  const cuuint32_t box[2] = {kChunkElems, 16};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult status =
+      encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides, box,
+             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS) {
+    const std::string what = "grouped_gemm: cuTensorMapEncodeTiled for " + std::to_string(rows) + " x " +
+                             std::to_string(cols) + " routed rows";
+    cuda::check(status, what.c_str());
+  }
+  return map;
+}
+
 void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
+#ifdef TPGRAPH_WGMMA_WS
+  launch_wgmma_ws(args, v2, tile, routed_rows, grid, stream);  // the warp-specialised variant
+#else
   if (v2) {
     launch_layout<true>(args, routed_rows, tile, grid, stream);
   } else {
     launch_layout<false>(args, routed_rows, tile, grid, stream);
   }
+#endif
 }
 
 }  // namespace tpgraph::kernels::gemm

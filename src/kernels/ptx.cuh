@@ -53,6 +53,15 @@ __device__ __forceinline__ uint2 lds64(std::uint32_t a) {
   return v;
 }
 
+__device__ __forceinline__ std::uint32_t lds32(std::uint32_t a) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ void sts32(std::uint32_t a, std::uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+
 // ldmatrix (sm_75+) at a shared-memory address already converted.
 __device__ __forceinline__ void ldmatrix_x4_at(std::uint32_t r[4], std::uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -112,6 +121,27 @@ __device__ __forceinline__ void mbar_inval(std::uint32_t bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 
+// A named barrier (bar.sync, any architecture): `threads` of the block, a multiple of 32, meet at
+// barrier `id` wherever in the code each reaches it (barrier 0 is __syncthreads').
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- registers per warpgroup (sm_90a): setmaxnreg ------------------------------------------------
+
+// Lowers (dec) or raises (inc) the registers of every thread of the executing warpgroup to kRegs,
+// a multiple of 8 in 24..256; inc waits until the block's pool, refilled by dec, holds them.
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256);
+  TPGRAPH_WGMMA_ASM("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256);
+  TPGRAPH_WGMMA_ASM("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
 // ---- proxies (sm_90) -------------------------------------------------------------------------------
 
 // Orders this thread's ordinary shared-memory writes before later reads by the asynchronous proxy
@@ -169,6 +199,19 @@ __device__ __forceinline__ std::uint64_t smem_desc_sw128_lo(std::uint32_t lo) {
 }
 __device__ __forceinline__ std::uint64_t smem_desc_sw128(std::uint32_t address) {
   return smem_desc_sw128_lo(smem_desc_sw128_lo_of(address));
+}
+
+// A K-major operand with no swizzle (the interleaved layout): 8 x 8 core matrices of 8 rows x 16
+// bytes, each 128 contiguous bytes (row r of the core matrix at 16 * r); the core matrices of one
+// 8-row group follow each other along k (the leading byte offset, 128) and the 8-row groups are
+// 1024 bytes apart (the stride byte offset). k16 step kk starts 256 * kk bytes on.
+__device__ __forceinline__ std::uint32_t smem_desc_interleave_lo_of(std::uint32_t address) {
+  constexpr std::uint32_t kLeading = 128 >> 4;
+  return (address >> 4) | (kLeading << 16);
+}
+__device__ __forceinline__ std::uint64_t smem_desc_interleave_lo(std::uint32_t lo) {
+  constexpr std::uint64_t kStride = 1024 >> 4;
+  return static_cast<std::uint64_t>(lo) | (kStride << 32);  // layout type 0: no swizzle
 }
 
 }  // namespace tpgraph::kernels::detail

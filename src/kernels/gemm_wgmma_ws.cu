@@ -1,0 +1,552 @@
+// The grouped GEMM's warp-specialised wgmma kernel (built with -DTPGRAPH_WGMMA_WS=1, which hands
+// it every launch of tiles 3 and 4, layouts v1 and v2). In gemm_wgmma.cu every warp decodes its
+// weights into wgmma's register A operand and waits on its own wgmma: at 128 registers a thread
+// cannot decode a chunk ahead, and the warps mostly wait (docs/kernel-notes.md). Here the decode
+// runs ahead of the tensor cores:
+//
+// - a producer warpgroup (warps 0-3, setmaxnreg down) brings each 64-row group's NVFP4 chunks into
+//   shared memory (gemm_wgmma_ws_raw.cuh: v2 units by bulk copies, v1 rows by cp.async), decodes
+//   them to fp16 in shared memory, in the layout wgmma's descriptor reads (the interleaved K-major
+//   layout, ptx.cuh), and arrives on the A stage's full barrier; it also issues the routed rows'
+//   tensor copies (the B ring), warp gc % 4 for chunk gc + 1;
+// - consumer warpgroups (setmaxnreg up), each 128 weight rows as two m64 halves, issue wgmma with
+//   both operands from shared memory: the decoded weights and the routed-row stage. Their
+//   registers hold the accumulators (N = 160: 160 of them) and little else.
+//
+// Tile 4 (256 rows): 1 producer + 2 consumer warpgroups, 384 threads, one block per SM: 168
+// registers a thread at launch (ptxas's cap for 384 threads), 64 / 216 after setmaxnreg
+// (128 x 64 + 256 x 216 <= 384 x 168): a fifth warpgroup beside gemm_wgmma.cu's four would have
+// capped every thread at 96 before setmaxnreg. Tile 3 (128 rows): 1 + 1, two blocks per SM: 128
+// at launch, 56 / 200.
+//
+// Bits: every output element is the same wgmma m64nNk16 per k16 step, in the same order, over the
+// same fp16 values in the same physical k positions as gemm_wgmma.cu's register fragments (the
+// decode is nvfp4_decode.cuh's, stored where the fragment's registers sit), with the same
+// epilogue; only where A comes from differs.
+#ifdef TPGRAPH_WGMMA_WS
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gemm_common.cuh"
+#include "kernels/gemm_wgmma_ws.cuh"
+#include "kernels/gemm_wgmma_ws_raw.cuh"
+#include "kernels/launch.cuh"
+
+namespace tpgraph::kernels::gemm {
+namespace {
+
+constexpr int kWsBarrierRetire = 1;  // named barrier of the retiring steps (0 is __syncthreads')
+
+// What both roles know of the block: its work item and its shared memory's addresses.
+struct WsBlock {
+  BlockWork work;
+  int chunks;          // per row block
+  int total;           // chunks * items
+  int partial_groups;  // 64-row groups of this GEMM in a pair block
+  std::uint32_t base;  // shared-window address of the storage
+};
+// The block's work item and its shared memory, read again where a role needs them: nothing is
+// kept live across setmaxnreg and the routed-row switch (ptxas spilled such values).
+template <int kConsumers>
+__device__ __forceinline__ WsBlock ws_block_of(const GemmArgs& args, const std::uint8_t* smem) {
+  const BlockWork work = block_work(args);
+  const int chunks = args.in_cols / kChunkElems;
+  return WsBlock{work, chunks, chunks * work.items, (args.out_rows % WsShape<kConsumers>::kRows) / 64,
+                 detail::smem_address(smem)};
+}
+
+// The shared-window address of a member of the storage (kConsumers from the enclosing template).
+#define TPGRAPH_WS_AT(block, member) \
+  ((block).base + static_cast<std::uint32_t>(offsetof(WsStorage<kConsumers>, member)))
+
+// 64-row group q of the block (a producer warp's tiles, a consumer's half): its first tile in
+// item 0, whether it takes the partner's rows (pair blocks: the groups from partial_groups on),
+// and whether it has weights at all (as in gemm_wgmma.cu, a group past the last weight row only
+// keeps the barriers' counts).
+struct WsGroup {
+  int tile0;
+  bool partner;
+  bool active;
+};
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ WsGroup ws_group(const GemmArgs& args, const WsBlock& b, int q) {
+  const bool partner = kPair && q >= b.partial_groups;
+  const int tile0 = b.work.row_block * WsShape<kConsumers>::kTiles + 4 * q - (partner ? 4 * b.partial_groups : 0);
+  return WsGroup{tile0, partner, tile0 < args.out_rows / 16};
+}
+
+// The barriers (thread 0) and the routed rows' scales (xs * ts * 2^14, as gemm_wgmma.cu), before
+// anyone uses them.
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_prepare(const GemmArgs& args, const WsBlock& b, float* xs_s, float* xs_partner) {
+  using Shape = WsShape<kConsumers>;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Shape::kBStages; ++s) {
+      detail::mbar_init(TPGRAPH_WS_AT(b, b_full) + 8 * s, 1);
+      detail::mbar_init(TPGRAPH_WS_AT(b, b_empty) + 8 * s, 4 * kConsumers);
+    }
+    for (int s = 0; s < kConsumers * Shape::kAStages; ++s) {
+      detail::mbar_init(TPGRAPH_WS_AT(b, a_full) + 8 * s, Shape::kFeeders);
+      detail::mbar_init(TPGRAPH_WS_AT(b, a_empty) + 8 * s, 4);
+    }
+    for (int s = 0; s < 4 * Shape::kRawStages; ++s) detail::mbar_init(TPGRAPH_WS_AT(b, raw_full) + 8 * s, 1);
+    detail::fence_mbarrier_init();
+  }
+  const float ts = args.tensor_scale[b.work.expert];
+  const float ts_partner = kPair ? args.partner_tensor_scale[b.work.expert] : 0.0f;
+  for (int n = threadIdx.x; n < kWgmmaMaxTokens; n += Shape::kThreads) {
+    const bool in = n < b.work.rows;
+    xs_s[n] = in ? __fmul_rn(__fmul_rn(args.xs[b.work.begin + n], ts), 16384.0f) : 0.0f;
+    if (kPair) xs_partner[n] = in ? __fmul_rn(__fmul_rn(args.xs[b.work.begin + n], ts_partner), 16384.0f) : 0.0f;
+  }
+  __syncthreads();
+}
+
+// ---- the producer warpgroup -------------------------------------------------------------------
+
+// Chunk gc's routed rows (routed-row chunk c, the block's rows rounded up to 16) into B stage
+// gc % kBStages once every consumer warp has released its previous use. One lane.
+template <int kConsumers>
+__device__ __forceinline__ void ws_load_b(const WsBlock& b, const CUtensorMap* map, int gc, int c) {
+  using Ring = RingOrder<WsShape<kConsumers>::kBStages>;
+  const int s = Ring::stage(gc);
+  if (gc >= WsShape<kConsumers>::kBStages) detail::mbar_wait(TPGRAPH_WS_AT(b, b_empty) + 8 * s, Ring::phase(gc) ^ 1u);
+  const std::uint32_t bar = TPGRAPH_WS_AT(b, b_full) + 8 * s;
+  const int pieces = (b.work.rows + 15) / 16;
+  detail::mbar_expect_tx(bar, pieces * 16 * 128);
+  const std::uint32_t dst = TPGRAPH_WS_AT(b, b_ring) + static_cast<std::uint32_t>(s * kWsBStageBytes);
+  const std::uint64_t m = reinterpret_cast<std::uint64_t>(map);
+  for (int r = 0; r < pieces; ++r) {
+    detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 16 * 128), m, c * kChunkElems, b.work.begin + 16 * r,
+                           bar);
+  }
+}
+
+// A producer warp's tiles of one chunk, decoded (nvfp4_decode.cuh, the register fragment of
+// gemm_wgmma.cu) and stored where wgmma's descriptor reads them: tile j's rows g and g + 8 are
+// core-matrix rows of 8-row groups 2j and 2j + 1 (1024 bytes apart), k16 step kk's two 8-column
+// halves core matrices 2kk and 2kk + 1 (128 bytes apart); lane (g, t) writes bytes 16g + 4t of each
+// (`a_lane`): a warp's 32 words of one store fill 128 contiguous bytes, no bank conflicts.
+template <bool kV2, int kTilesPerWarp, typename Raw>
+__device__ __forceinline__ void ws_decode_chunk(const Raw& raw, int stage, std::uint32_t a_lane, int lane) {
+#pragma unroll kWsUnroll
+  for (int j = 0; j < kTilesPerWarp; ++j) {
+    const Fragment f = raw.fragment(stage, j, lane);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      std::uint32_t a[4];
+      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+      const std::uint32_t at = a_lane + static_cast<std::uint32_t>(j * 2048 + kk * 256);
+      detail::sts32(at, a[0]);
+      detail::sts32(at + 1024, a[1]);
+      detail::sts32(at + 128, a[2]);
+      detail::sts32(at + 1024 + 128, a[3]);
+    }
+  }
+}
+
+// A producer warp's place in the block: its weights (first tile, in its group's matrix), its A
+// stage slot and its consumer's barriers.
+struct WsFeed {
+  const std::uint8_t* matrix;  // the expert's matrix of the warp's GEMM
+  int tile;                    // the warp's first tile in row block 0
+  std::uint32_t a_lane;        // A stage 0, this lane's first word
+  std::uint32_t a_full;        // the consumer's barriers, stage 0
+  std::uint32_t a_empty;
+  bool active;
+};
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ WsFeed ws_feed(const GemmArgs& args, const WsBlock& b, int warp, int lane) {
+  using Shape = WsShape<kConsumers>;
+  const int tile = warp * Shape::kProducerTiles;  // the warp's first tile in the block
+  const int q = tile / 4;
+  const WsGroup group = ws_group<kConsumers, kPair>(args, b, q);
+  WsFeed f;
+  f.matrix = (group.partner ? args.partner_weights : args.weights) +
+             static_cast<std::int64_t>(b.work.expert) * args.out_rows * b.chunks * kChunkBytes;
+  f.tile = group.tile0 + tile % 4;
+  f.a_lane = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(q * kWsHalfBytes + (tile % 4) * 2048 + 4 * lane);
+  f.a_full = TPGRAPH_WS_AT(b, a_full) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
+  f.a_empty = TPGRAPH_WS_AT(b, a_empty) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
+  f.active = group.active;
+  return f;
+}
+
+// One producer warp: for every chunk gc of the block, in order, (its turn) the routed rows of
+// chunk gc + 1, then the decode of its tiles into A stage gc % kAStages once the consumer has
+// released it, then its arrival on the stage's full barrier. A warp of a group past the last
+// weight row decodes nothing and still arrives, so the barriers' counts hold.
+template <bool kV2, int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorMap* map, const WsBlock& b) {
+  using Shape = WsShape<kConsumers>;
+  using RingA = RingOrder<Shape::kAStages>;
+  using RingRaw = RingOrder<Shape::kRawStages>;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const WsFeed f = ws_feed<kConsumers, kPair>(args, b, warp, lane);
+  const WsRaw<kV2, Shape::kProducerTiles, Shape::kRawStages, Shape::kTiles> raw(
+      f.matrix, f.tile, b.chunks,
+      TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>(warp * Shape::kRawStages * Shape::kRawStageBytes),
+      TPGRAPH_WS_AT(b, raw_full) + static_cast<std::uint32_t>(warp * Shape::kRawStages * 8), lane);
+  int raw_item = 0;  // the chunk the raw pipe loads next
+  int raw_c = 0;
+  auto next_raw = [&](int stage) {
+    raw.load(stage, raw_item, raw_c, lane);
+    if (++raw_c == b.chunks) {
+      raw_c = 0;
+      ++raw_item;
+    }
+  };
+  if (f.active) {
+    for (int s = 0; s < Shape::kRawStages; ++s) {
+      if (s < b.total) {
+        next_raw(s);
+      } else {
+        raw.skip();
+      }
+    }
+  }
+  if (warp == 0 && lane == 0) ws_load_b<kConsumers>(b, map, 0, 0);
+  int b_c = b.chunks == 1 ? 0 : 1;  // routed-row chunk of chunk gc + 1
+  for (int gc = 0; gc < b.total; ++gc) {
+    if (lane == 0 && warp == gc % 4 && gc + 1 < b.total) ws_load_b<kConsumers>(b, map, gc + 1, b_c);
+    if (++b_c == b.chunks) b_c = 0;
+    const int sa = RingA::stage(gc);
+    if (gc >= Shape::kAStages) detail::mbar_wait(f.a_empty + 8 * sa, RingA::phase(gc) ^ 1u);
+    if (f.active) {
+      const int sr = RingRaw::stage(gc);
+      raw.wait(sr, RingRaw::phase(gc));
+      ws_decode_chunk<kV2, Shape::kProducerTiles>(
+          raw, sr, f.a_lane + static_cast<std::uint32_t>(sa * Shape::kAStageBytes), lane);
+      __syncwarp();  // every lane has read the raw stage: refill it
+      if (gc + Shape::kRawStages < b.total) {
+        next_raw(sr);
+      } else {
+        raw.skip();
+      }
+    }
+    detail::fence_proxy_async_shared();  // the decoded words are visible to wgmma (the async proxy)
+    __syncwarp();
+    if (lane == 0) detail::mbar_arrive(f.a_full + 8 * sa);
+  }
+}
+
+// ---- the consumer warpgroups ------------------------------------------------------------------
+
+#ifndef TPGRAPH_WGMMA_WS_RS
+// One chunk of a consumer: per k16 step, one wgmma per active half (A: the half's decoded group at
+// a_lo + 512 * half, step kk at + 16 * kk; B: the routed-row stage, step kk at + 2 * kk; both
+// descriptors by their low word). The chunk's wgmmas are one group; the previous chunk's group is
+// complete on return.
+template <int kN, int kHalves>
+__device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t a_lo, std::uint32_t,
+                                             std::uint32_t b_lo) {
+  detail::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      detail::Wgmma<kN>::mma_ss(
+          acc[h], detail::smem_desc_interleave_lo(a_lo + static_cast<std::uint32_t>(h * (kWsHalfBytes >> 4) + 16 * kk)),
+          detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
+    }
+  }
+  detail::wgmma_commit();
+  detail::wgmma_wait<1>();
+}
+#else
+// TPGRAPH_WGMMA_WS_RS=1: A from registers, as in gemm_wgmma.cu (the same instruction on the same
+// registers, in case wgmma sums an A from shared memory in another order), loaded from the decoded
+// stage with one ldmatrix.x4 per half and k16 step (`a_ldm`: this lane's row of the warp's tile:
+// matrix L / 8 is rows 8 (i & 1) on and k 8 (i >> 1) on, exactly the A fragment's four registers).
+// One group per k16 step, the previous one complete before the next step's registers are loaded.
+template <int kN, int kHalves>
+__device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t, std::uint32_t a_ldm,
+                                             std::uint32_t b_lo) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    std::uint32_t a[2][4];
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h)
+      detail::ldmatrix_x4_at(a[h], a_ldm + static_cast<std::uint32_t>(h * kWsHalfBytes + kk * 256));
+    detail::wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      detail::Wgmma<kN>::mma(acc[h], a[h], detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
+    }
+    detail::wgmma_commit();
+    detail::wgmma_wait<1>();
+  }
+}
+#endif
+
+// The last row block's outputs of one consumer warp, staged as [routed row][out row] (out row
+// 64 q + 16 w + g, as gemm_wgmma.cu's warp 4 q + w), scaled by the half's GEMM's scales.
+template <int kConsumers, int kN>
+__device__ __forceinline__ void ws_stage_outputs(const GemmArgs& args, const float (&acc)[2][kN / 2], float* staged,
+                                                 const float* xs_s, const float* xs_partner, const WsGroup (&group)[2],
+                                                 int last_item, int consumer, int w, int g, int t) {
+  constexpr int kStride = 128 * kConsumers + 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int tile = group[h].tile0 + last_item * WsShape<kConsumers>::kTiles + w;
+    if (tile >= args.out_rows / 16) continue;
+    const int ol = (2 * consumer + h) * 64 + w * 16 + g;
+    const float* scales = group[h].partner ? xs_partner : xs_s;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int n = j * 8 + 2 * t + c;
+        const float scale = scales[n];
+        float* out = staged + n * kStride + ol;
+        out[0] = __fmul_rn(scale, acc[h][4 * j + c]);
+        out[8] = __fmul_rn(scale, acc[h][4 * j + 2 + c]);
+      }
+    }
+  }
+}
+
+// The block's retirement as the consumers see it: every warpgroup is done with the pipelines
+// (the producers then retire the barriers), then the outputs are staged over the storage.
+template <int kConsumers, int kN>
+__device__ __forceinline__ void ws_consumer_retire(const GemmArgs& args, const float (&acc)[2][kN / 2],
+                                                   std::uint8_t* smem, const WsBlock& b, const WsGroup (&group)[2],
+                                                   int consumer) {
+  constexpr int kThreads = WsShape<kConsumers>::kThreads;
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);  // every warp is done with the pipelines
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);  // the barriers are retired
+  auto& staged = *reinterpret_cast<WsStagedOutputs<kConsumers>*>(smem);
+  const int lane = threadIdx.x % 32;
+  ws_stage_outputs<kConsumers, kN>(args, acc, &staged.out[0][0], staged.xs, staged.xs + kWgmmaMaxTokens, group,
+                                   b.work.items - 1, consumer, (threadIdx.x / 32) % 4, lane / 4, lane % 4);
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);  // the outputs are staged
+}
+
+// Where a consumer warpgroup reads its chunks: its barriers and its descriptors' low words.
+struct WsReads {
+  std::uint32_t b_full;  // stage 0's; stage s at + 8 s
+  std::uint32_t b_empty;
+  std::uint32_t a_full;  // this consumer's
+  std::uint32_t a_empty;
+  std::uint32_t a_lo;   // A stage 0, half 0 (interleaved)
+  std::uint32_t a_ldm;  // A stage 0, half 0: this lane's ldmatrix row in its warp's tile (TPGRAPH_WGMMA_WS_RS)
+  std::uint32_t b_lo;   // B stage 0 (128-byte swizzle)
+};
+template <int kConsumers>
+__device__ __forceinline__ WsReads ws_reads(const WsBlock& b, int consumer) {
+  constexpr int kAStages = WsShape<kConsumers>::kAStages;
+  const std::uint32_t own = static_cast<std::uint32_t>(consumer * kAStages * 8);
+  const std::uint32_t a_half0 = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(2 * consumer * kWsHalfBytes);
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t ldm_row = static_cast<std::uint32_t>(((threadIdx.x / 32) % 4) * 2048 + (lane / 8 & 1) * 1024 +
+                                                           (lane / 16) * 128 + (lane % 8) * 16);
+  return WsReads{TPGRAPH_WS_AT(b, b_full),
+                 TPGRAPH_WS_AT(b, b_empty),
+                 TPGRAPH_WS_AT(b, a_full) + own,
+                 TPGRAPH_WS_AT(b, a_empty) + own,
+                 detail::smem_desc_interleave_lo_of(a_half0),
+                 a_half0 + ldm_row,
+                 detail::smem_desc_sw128_lo_of(TPGRAPH_WS_AT(b, b_ring))};
+}
+
+// A consumer warpgroup's chunks, its kHalves active halves (0, 1 or 2: a loop of its own each, so
+// no accumulator moves between wgmmas in flight): every chunk's wgmmas once its routed rows and
+// decoded weights are in, the previous chunk's stages released once its wgmmas are complete; a
+// row block before the last stored from registers (store_row_block). Returns with every wgmma
+// complete.
+template <int kConsumers, int kN, int kHalves>
+__device__ __forceinline__ void ws_consume_chunks(const GemmArgs& args, float (&acc)[2][kN / 2], const WsBlock& b,
+                                                  const WsReads& r, const WsGroup (&group)[2], const float* xs_s) {
+  using Shape = WsShape<kConsumers>;
+  using RingA = RingOrder<Shape::kAStages>;
+  using RingB = RingOrder<Shape::kBStages>;
+  const int lane = threadIdx.x % 32;
+  int gc = 0;
+  for (int item = 0; item < b.work.items; ++item) {
+    for (int c = 0; c < b.chunks; ++c, ++gc) {
+      const int sb = RingB::stage(gc);
+      const int sa = RingA::stage(gc);
+      detail::mbar_wait(r.b_full + 8 * sb, RingB::phase(gc));
+      detail::mbar_wait(r.a_full + 8 * sa, RingA::phase(gc));
+      if constexpr (kHalves > 0) {
+        ws_mma_chunk<kN, kHalves>(acc, r.a_lo + static_cast<std::uint32_t>(sa * (Shape::kAStageBytes >> 4)),
+                                  r.a_ldm + static_cast<std::uint32_t>(sa * Shape::kAStageBytes),
+                                  r.b_lo + static_cast<std::uint32_t>(sb * (kWsBStageBytes >> 4)));
+      }
+      if (gc > 0 && lane == 0) {  // the previous chunk's wgmmas are complete
+        detail::mbar_arrive(r.b_empty + 8 * (sb == 0 ? Shape::kBStages - 1 : sb - 1));
+        detail::mbar_arrive(r.a_empty + 8 * (sa == 0 ? Shape::kAStages - 1 : sa - 1));
+      }
+    }
+    if (item + 1 == b.work.items) break;
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      const int tile = group[h].tile0 + item * Shape::kTiles + (threadIdx.x / 32) % 4;
+      store_row_block<kN>(args, acc[h], xs_s, b.work.begin, b.work.rows, tile, lane / 4, lane % 4);
+    }
+  }
+  detail::wgmma_wait<0>();
+}
+
+// One consumer warpgroup: its chunks, then the block's retirement and its share of the staged
+// outputs.
+template <int kConsumers, int kN, bool kPair>
+__device__ __forceinline__ void ws_consume(const GemmArgs& args, std::uint8_t* smem) {
+  const WsBlock b = ws_block_of<kConsumers>(args, smem);
+  const int consumer = threadIdx.x / 128 - 1;
+  const WsGroup group[2] = {ws_group<kConsumers, kPair>(args, b, 2 * consumer),
+                            ws_group<kConsumers, kPair>(args, b, 2 * consumer + 1)};
+  const WsReads r = ws_reads<kConsumers>(b, consumer);
+  const float* xs_s = reinterpret_cast<const WsStorage<kConsumers>*>(smem)->xs;
+  float acc[2][kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
+  if (group[1].active) {  // an active half 1 has an active half 0
+    ws_consume_chunks<kConsumers, kN, 2>(args, acc, b, r, group, xs_s);
+  } else if (group[0].active) {
+    ws_consume_chunks<kConsumers, kN, 1>(args, acc, b, r, group, xs_s);
+  } else {
+    ws_consume_chunks<kConsumers, kN, 0>(args, acc, b, r, group, xs_s);
+  }
+  ws_consumer_retire<kConsumers, kN>(args, acc, smem, b, group, consumer);
+}
+
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_consume_rows(const GemmArgs& args, std::uint8_t* smem, int rows) {
+  switch ((rows + 15) / 16) {
+    case 1: return ws_consume<kConsumers, 16, kPair>(args, smem);
+    case 2: return ws_consume<kConsumers, 32, kPair>(args, smem);
+    case 3: return ws_consume<kConsumers, 48, kPair>(args, smem);
+    case 4: return ws_consume<kConsumers, 64, kPair>(args, smem);
+    case 5: return ws_consume<kConsumers, 80, kPair>(args, smem);
+    case 6: return ws_consume<kConsumers, 96, kPair>(args, smem);
+    case 7: return ws_consume<kConsumers, 112, kPair>(args, smem);
+    case 8: return ws_consume<kConsumers, 128, kPair>(args, smem);
+    case 9: return ws_consume<kConsumers, 144, kPair>(args, smem);
+    case 10: return ws_consume<kConsumers, 160, kPair>(args, smem);
+    default: __trap();
+  }
+}
+
+// ---- the block ----------------------------------------------------------------------------------
+
+// The producers' side of the retirement (ws_consumer_retire): once every warp is done with the
+// pipelines, the barriers are invalidated before their memory takes outputs.
+template <int kConsumers>
+__device__ __forceinline__ void ws_producer_retire(const WsBlock& b) {
+  constexpr int kThreads = WsShape<kConsumers>::kThreads;
+  constexpr int kBarriers =
+      static_cast<int>((sizeof(WsStorage<kConsumers>) - offsetof(WsStorage<kConsumers>, b_full)) / 8);
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);
+  for (int i = static_cast<int>(threadIdx.x); i < kBarriers; i += 128)
+    detail::mbar_inval(TPGRAPH_WS_AT(b, b_full) + 8 * i);
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);
+  detail::named_barrier_sync(kWsBarrierRetire, kThreads);
+}
+
+// The staged outputs to y with 16-byte stores, every warp of the block a routed row at a time (as
+// gemm_wgmma.cu; in a pair block staged columns [cols, 2 cols) are the partner's).
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_store_staged(const GemmArgs& args, const std::uint8_t* smem, const BlockWork& w) {
+  constexpr int kRows = 128 * kConsumers;
+  constexpr int kStride = kRows + 4;
+  const float* staged = &reinterpret_cast<const WsStagedOutputs<kConsumers>*>(smem)->out[0][0];
+  const int row_block = w.row_block + w.items - 1;
+  const int cols = min(kRows, args.out_rows - row_block * kRows);
+  const int staged_cols = kPair ? 2 * cols : cols;
+  const std::int64_t first = static_cast<std::int64_t>(w.begin) * args.out_rows + row_block * kRows;
+  float* y0 = args.y + first;
+  float* partner_y0 = kPair ? args.partner_y + first : nullptr;
+  const int lane = threadIdx.x % 32;
+  for (int n = threadIdx.x / 32; n < w.rows; n += WsShape<kConsumers>::kThreads / 32) {
+#pragma unroll
+    for (int h = 0; h < kRows / 128; ++h) {
+      const int col = h * 128 + lane * 4;
+      if (col < staged_cols) {
+        const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
+        float* y = !kPair || col < cols ? y0 + col : partner_y0 + (col - cols);
+        *reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows) = v;
+      }
+    }
+  }
+}
+
+template <bool kV2, int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap* map, std::uint8_t* smem,
+                                         const BlockWork& work) {
+  using Shape = WsShape<kConsumers>;
+  auto& shared = *reinterpret_cast<WsStorage<kConsumers>*>(smem);
+  ws_prepare<kConsumers, kPair>(args, ws_block_of<kConsumers>(args, smem), shared.xs, shared.xs + kWgmmaMaxTokens);
+  const int rows = work.rows;
+  if (threadIdx.x < 128) {
+    detail::setmaxnreg_dec<Shape::kProducerRegs>();
+    const WsBlock b = ws_block_of<kConsumers>(args, smem);
+    ws_produce<kV2, kConsumers, kPair>(args, map, b);
+    ws_producer_retire<kConsumers>(b);
+  } else {
+    detail::setmaxnreg_inc<Shape::kConsumerRegs>();
+    ws_consume_rows<kConsumers, kPair>(args, smem, rows);
+  }
+  ws_store_staged<kConsumers, kPair>(args, smem, block_work(args));
+}
+
+template <bool kV2, int kConsumers, int kMinBlocks>
+__global__ void __launch_bounds__(WsShape<kConsumers>::kThreads, kMinBlocks)
+    grouped_gemm_ws_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
+  extern __shared__ __align__(1024) std::uint8_t ws_smem[];
+  const BlockWork w = block_work(args);
+  if (w.pair) {
+    ws_block<kV2, kConsumers, true>(args, &x16_map, ws_smem, w);
+  } else {
+    ws_block<kV2, kConsumers, false>(args, &x16_map, ws_smem, w);
+  }
+}
+
+template <bool kV2, int kTile>
+void launch_ws_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
+  constexpr TileSpec spec = kTiles[kTile];
+  static_assert(spec.wgmma && spec.warpgroups % 2 == 0);
+  constexpr int kConsumers = spec.warpgroups / 2;  // 64-row warpgroups there, 128-row consumers here
+#ifdef TPGRAPH_NO_WGMMA
+  throw std::invalid_argument("grouped_gemm: tile " + std::to_string(kTile) +
+                              " uses wgmma, which this build lacks: build with CMAKE_CUDA_ARCHITECTURES=90a");
+#endif
+  // The registers setmaxnreg hands out come from those the block was launched with.
+  constexpr int kLaunchRegs = 65536 / (WsShape<kConsumers>::kThreads * spec.min_blocks) / 8 * 8;
+  static_assert(128 * WsShape<kConsumers>::kProducerRegs + 128 * kConsumers * WsShape<kConsumers>::kConsumerRegs <=
+                WsShape<kConsumers>::kThreads * kLaunchRegs);
+  auto* kernel = grouped_gemm_ws_kernel<kV2, kConsumers, spec.min_blocks>;
+  constexpr int smem = ws_smem_bytes<kConsumers>();
+  detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
+  const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
+  kernel<<<static_cast<unsigned int>(grid), WsShape<kConsumers>::kThreads, smem, stream>>>(args, map);
+  detail::check_launch("grouped_gemm");
+}
+
+template <bool kV2>
+void launch_ws_layout(const GemmArgs& args, int tile, std::int64_t routed_rows, int grid, cudaStream_t stream) {
+  switch (tile) {
+    case 3: return launch_ws_tile<kV2, 3>(args, routed_rows, grid, stream);
+    case 4: return launch_ws_tile<kV2, 4>(args, routed_rows, grid, stream);
+    default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " is not a wgmma tile");
+  }
+}
+
+}  // namespace
+
+void launch_wgmma_ws(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
+  if (v2) {
+    launch_ws_layout<true>(args, tile, routed_rows, grid, stream);
+  } else {
+    launch_ws_layout<false>(args, tile, routed_rows, grid, stream);
+  }
+}
+
+}  // namespace tpgraph::kernels::gemm
+#endif  // TPGRAPH_WGMMA_WS

@@ -1,0 +1,74 @@
+// The warp-specialised wgmma kernel's block shape and shared memory (gemm_wgmma_ws.cu says how
+// the roles use them): one producer and kConsumers consumer warpgroups of 128 weight rows, and the
+// three pipelines' stages and barriers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm_tiles.hpp"
+
+namespace tpgraph::kernels::gemm {
+
+constexpr int kWsBStageBytes = kWgmmaMaxTokens * 128;  // a chunk of up to 160 routed rows, 20 KB
+constexpr int kWsHalfBytes = 64 * 128;                 // a 64-row group's decoded chunk, 8 KB
+constexpr int kWsXsBytes = 2048;                       // the routed rows' scales, two GEMMs', padded to 1024 alignment
+// Tiles a producer warp decodes between two fragment loads: with all four of tile 4's unrolled,
+// ptxas hoisted their shared loads and spilled at 56 and 64 registers; two are spill-free.
+constexpr int kWsUnroll = 2;
+
+// A block of kConsumers consumer warpgroups and one producer warpgroup.
+template <int kConsumers>
+struct WsShape {
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kRows = 128 * kConsumers;
+  static constexpr int kTiles = kRows / 16;                   // 16-row tiles a row block has
+  static constexpr int kProducerTiles = kTiles / 4;           // per producer warp: 4 (a 64-row group) or 2
+  static constexpr int kFeeders = 4 / kConsumers;             // producer warps per consumer
+  static constexpr int kBStages = kConsumers == 2 ? 4 : 3;    // routed-row chunks
+  static constexpr int kAStages = kConsumers == 2 ? 3 : 2;    // decoded chunks
+  static constexpr int kRawStages = kConsumers == 2 ? 4 : 3;  // NVFP4 chunks per producer warp
+  static constexpr int kAStageBytes = 2 * kConsumers * kWsHalfBytes;
+  static constexpr int kRawStageBytes = kProducerTiles * kUnitBytes;
+  // setmaxnreg: the fewest registers each role compiles to without spills (ptxas 13.0: tile 4's
+  // producer spilled at 56, tile 3's consumer at 192), within the block's share of the file.
+  static constexpr int kProducerRegs = kConsumers == 2 ? 64 : 56;
+  static constexpr int kConsumerRegs = kConsumers == 2 ? 216 : 200;
+  // The producer of chunk gc + 1's routed rows waits for chunk gc + 1 - kBStages to be released,
+  // no later than the chunk its own A stage waits for (gc - kAStages).
+  static_assert(kBStages >= kAStages + 1);
+  static_assert(kProducerTiles == 2 || kProducerTiles == 4, "a producer warp's tiles lie in one 64-row group");
+};
+
+template <int kConsumers>
+struct WsStorage {
+  using Shape = WsShape<kConsumers>;
+  float xs[kWsXsBytes / 4];
+  std::uint8_t b_ring[Shape::kBStages][kWsBStageBytes];                  // 128-byte swizzle (tensor copies)
+  std::uint8_t a_stages[Shape::kAStages][2 * kConsumers][kWsHalfBytes];  // interleaved, per 64-row group
+  std::uint8_t raw[4][Shape::kRawStages][Shape::kRawStageBytes];         // per producer warp
+  std::uint64_t b_full[Shape::kBStages];                                 // the routed rows have landed
+  std::uint64_t b_empty[Shape::kBStages];              // every consumer warp's wgmmas that read them are complete
+  std::uint64_t a_full[kConsumers][Shape::kAStages];   // the consumer's producer warps have decoded
+  std::uint64_t a_empty[kConsumers][Shape::kAStages];  // the consumer's wgmmas that read it are complete
+  std::uint64_t raw_full[4][Shape::kRawStages];        // a producer warp's units have landed
+};
+template <int kConsumers>
+struct WsStagedOutputs {  // the last row block's outputs, over the storage once it is retired
+  float xs[kWsXsBytes / 4];
+  float out[kWgmmaMaxTokens][128 * kConsumers + 4];  // [routed row][out row], a 16-byte pad per row
+};
+template <int kConsumers>
+constexpr int ws_smem_bytes() {
+  return sizeof(WsStorage<kConsumers>) > sizeof(WsStagedOutputs<kConsumers>)
+             ? static_cast<int>(sizeof(WsStorage<kConsumers>))
+             : static_cast<int>(sizeof(WsStagedOutputs<kConsumers>));
+}
+static_assert(offsetof(WsStorage<2>, b_ring) % 1024 == 0 && offsetof(WsStorage<1>, b_ring) % 1024 == 0,
+              "the swizzled stages are 1024-byte aligned");
+static_assert(offsetof(WsStorage<2>, b_empty) == offsetof(WsStorage<2>, b_full) + 8 * WsShape<2>::kBStages &&
+                  offsetof(WsStorage<2>, raw_full) + sizeof(WsStorage<2>::raw_full) == sizeof(WsStorage<2>),
+              "the barriers are one array from b_full to the end");
+static_assert(ws_smem_bytes<2>() <= 227 * 1024 && 2 * (ws_smem_bytes<1>() + 1024) <= 228 * 1024,
+              "tile 4 fits one block per SM, tile 3 two");
+
+}  // namespace tpgraph::kernels::gemm
