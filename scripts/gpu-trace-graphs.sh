@@ -9,9 +9,10 @@
 # trace-graphs.txz with every trace folder (record files and reports; analyze them again anywhere).
 # Parts, named as arguments (default all of them), so that each call fits a device call's limit:
 # programs (device: the device-launched graph alone), tools (run, check, bench), kill (SIGKILL and
-# SIGTERM; term: SIGTERM alone), overhead, tests.
+# SIGTERM; term: SIGTERM alone), overhead, tests (the whole GPU test binary), cost (the cost lines of
+# a trace's report).
 set -uo pipefail
-parts=${*:-programs tools kill overhead tests}
+parts=${*:-programs tools kill overhead tests cost}
 want() { [[ " $parts " == *" $1 "* ]]; }
 OUT=${OUT:-out}
 B=${B:-build-ci}
@@ -149,9 +150,18 @@ rm -rf "$W"/ovh* "$W"/tovh-* "$W"/covh-*
 fi
 
 if want tests; then
-log "gpu tests [cupti],[capture],[trace]"
-"$B/tests/tpgraph_gpu_tests" "[cupti],[capture],[trace]" >"$OUT/gpu-tests.log" 2>&1
-echo "rc=$?: $(tail -n 2 "$OUT/gpu-tests.log" | tr '\n' ' ')" | tee -a "$OUT/summary.log"
+log "gpu tests, all of them"
+"$B/tests/tpgraph_gpu_tests" --durations yes >"$OUT/gpu-tests.log" 2>&1
+echo "rc=$?: $(tail -n 3 "$OUT/gpu-tests.log" | tr '\n' ' ')" | tee -a "$OUT/summary.log"
+grep -B2 -A8 "FAILED" "$OUT/gpu-tests.log" | head -n 40 | tee -a "$OUT/summary.log"
+fi
+
+if want cost; then
+log "the cost of tracing in the report (calibrated after the program exits)"
+for us in 1 20; do
+  trace "cost-$us" "$B/tpgraph-example-graph" --replays 3000 --kernel-us "$us"
+  grep -h -i "cost" "$W/cost-$us.log" | head -n 6 | tee -a "$OUT/summary.log"
+done
 fi
 
 tar -C "$W" -cJf "$OUT/trace-graphs.txz" . 2>/dev/null || tar -C "$W" -czf "$OUT/trace-graphs.tgz" .
