@@ -29,7 +29,8 @@ fi
 # ... and where a folder of that name is already there (a build made on the GPU machine), the GPU tests
 # take the binaries from these instead.
 export TPGRAPH_INJECT_LIBRARY="$INJECT" TPGRAPH_EXAMPLE_GRAPH="$PWD/$B/tpgraph-example-graph" \
-  TPGRAPH_EXAMPLE_SHAPES="$PWD/$B/tpgraph-example-shapes"
+  TPGRAPH_EXAMPLE_SHAPES="$PWD/$B/tpgraph-example-shapes" \
+  TPGRAPH_EXAMPLE_DEVICE_LAUNCH="$PWD/$B/tpgraph-example-device-launch"
 mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
 export NCCL_NVLS_ENABLE=0
