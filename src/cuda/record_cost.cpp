@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/records/trace_file.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/owners.hpp"
 #include "kernels/limits.hpp"
@@ -29,18 +30,6 @@ GraphExec chain_graph(int device, cudaStream_t stream, const CalibrationShape& s
     for (int n = 0; n < shape.nodes; ++n) kernels::spin(ns, sink, stream);
   });
   return instantiate(graph);
-}
-
-std::string uuid_text(const cudaUUID_t& uuid) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string text = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
-    const auto b = static_cast<unsigned char>(uuid.bytes[i]);
-    text += kHex[b >> 4];
-    text += kHex[b & 0xf];
-  }
-  return text;
 }
 
 }  // namespace
@@ -79,7 +68,7 @@ int device_with_uuid(std::string_view uuid) {
   }
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp props{};
-    if (cudaGetDeviceProperties(&props, d) == cudaSuccess && uuid_text(props.uuid) == uuid) return d;
+    if (cudaGetDeviceProperties(&props, d) == cudaSuccess && tracefile::uuid_text(props.uuid.bytes) == uuid) return d;
   }
   (void)cudaGetLastError();
   return -1;

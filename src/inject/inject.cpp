@@ -312,11 +312,6 @@ std::string start_cupti(Tracer& tracer) {
   if (const CUptiResult s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); s != CUPTI_SUCCESS)
     return "cuptiActivityRegisterCallbacks failed (" + result_text(s) + ")";
   if (g_cost == CostMode::callbacks) return {};
-  // Kernels of graphs launched from the device (cudaGraphLaunch in a kernel) leave no record unless
-  // asked for; a driver without the setting leaves them unseen, and the note says so.
-  if (const CUptiResult s = cuptiActivityEnableDeviceGraph(1); s != CUPTI_SUCCESS)
-    tracer.note("device-launched graphs are not recorded: cuptiActivityEnableDeviceGraph failed (" + result_text(s) +
-                ")");
   for (const CUpti_ActivityKind kind : kActivityKinds)
     if (const CUptiResult s = cuptiActivityEnable(kind); s != CUPTI_SUCCESS)
       return "enabling activity kind " + std::to_string(static_cast<int>(kind)) + " failed (" + result_text(s) + ")";

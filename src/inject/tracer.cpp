@@ -245,18 +245,7 @@ void Tracer::on_context_created(CUcontext context) {
       j["name"] = name.data();
     if (cuDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()) - 1, device) == CUDA_SUCCESS)
       j["pci_bus_id"] = bus.data();
-    if (cuDeviceGetUuid(&uuid, device) == CUDA_SUCCESS) {
-      // nvidia-smi's form: GPU-8-4-4-4-12 hex digits.
-      std::string text = "GPU-";
-      static constexpr char kHex[] = "0123456789abcdef";
-      for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
-        const auto b = static_cast<unsigned char>(uuid.bytes[i]);
-        text += kHex[b >> 4];
-        text += kHex[b & 0xf];
-      }
-      j["uuid"] = text;
-    }
+    if (cuDeviceGetUuid(&uuid, device) == CUDA_SUCCESS) j["uuid"] = tracefile::uuid_text(uuid.bytes);
   }
   (void)writer.write(tracefile::chunk(ChunkType::device, j.dump()));
 }

@@ -565,3 +565,23 @@ TEST_CASE("trace folder: record files whose analysis cannot fit in memory are re
     CHECK(what.find("accepted:") != std::string::npos);
   }
 }
+
+TEST_CASE("trace file: a GPU's UUID is written in nvidia-smi's form", "[trace]") {
+  const char bytes[16] = {0x12,
+                          0x34,
+                          0x56,
+                          0x78,
+                          static_cast<char>(0x9a),
+                          static_cast<char>(0xbc),
+                          0x0d,
+                          0x0e,
+                          static_cast<char>(0xf0),
+                          0x01,
+                          0x23,
+                          0x45,
+                          0x67,
+                          static_cast<char>(0x89),
+                          static_cast<char>(0xab),
+                          static_cast<char>(0xcd)};
+  CHECK(tpgraph::tracefile::uuid_text(bytes) == "GPU-12345678-9abc-0d0e-f001-23456789abcd");
+}

@@ -474,6 +474,18 @@ std::string file_header() {
   return out;
 }
 
+std::string uuid_text(const char (&bytes)[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    text += kHex[b >> 4];
+    text += kHex[b & 0xf];
+  }
+  return text;
+}
+
 std::string chunk(ChunkType type, std::string_view payload) {
   std::string out;
   out.reserve(8 + payload.size());

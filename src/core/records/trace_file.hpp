@@ -144,6 +144,8 @@ inline void put_u32(std::string& out, std::uint32_t v) {
 [[nodiscard]] std::string file_header();
 // One chunk: type, length and payload, ready for a single write().
 [[nodiscard]] std::string chunk(ChunkType type, std::string_view payload);
+// A GPU's 16-byte UUID as the device chunk stores it, nvidia-smi's form: GPU- and 8-4-4-4-12 hex digits.
+[[nodiscard]] std::string uuid_text(const char (&bytes)[16]);
 [[nodiscard]] std::string name_chunk(std::uint32_t id, std::string_view name);
 [[nodiscard]] std::string records_chunk(const std::vector<WireRecord>& records);
 [[nodiscard]] std::string launches_chunk(const std::vector<WireLaunch>& launches);
