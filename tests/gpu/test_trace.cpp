@@ -20,6 +20,7 @@
 #include "catch.hpp"
 #include "core/records/records.hpp"
 #include "core/records/trace_file.hpp"
+#include "core/records/traced_merge.hpp"
 #include "core/records/traced_run.hpp"
 
 extern char** environ;
@@ -368,11 +369,14 @@ TEST_CASE("trace: two processes on one GPU share one time base", "[gpu][trace][t
 namespace {
 
 // The node of a graph record through the clones of any version of its graph.
-const GraphNodeInfo* node_of(const ProcessFile& f, std::uint64_t instantiated) {
-  for (const auto& g : f.graphs)
-    for (const auto& [clone, node] : g.clones)
-      if (clone == instantiated) return &g.nodes[static_cast<std::size_t>(node)];
-  return nullptr;
+// The node a record ran, found as the merge finds it: instantiated clones, and the ids CUPTI gives
+// the nodes of a conditional node's bodies (which no clone list names).
+const GraphNodeInfo* node_of(const ProcessFile& f, const tpgraph::trace_merge::ProcessIndex& index,
+                             std::uint64_t instantiated) {
+  const int s = index.resolver.resolve(instantiated);
+  if (s < 0) return nullptr;
+  const auto& slot = index.slots[static_cast<std::size_t>(s)];
+  return &f.graphs[static_cast<std::size_t>(slot.graph)].nodes[static_cast<std::size_t>(slot.node)];
 }
 
 }  // namespace
@@ -389,9 +393,11 @@ TEST_CASE("trace: a graph built node by node keeps its bodies, edge data and ver
   REQUIRE(WEXITSTATUS(status) == 0);
   const auto files = dir.files();
   REQUIRE(files.size() == 1);
-  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
   CHECK(f.complete);
   CHECK(f.notes.empty());
+  // The bodies' records (launched from the device, correlation id 0) given their launches, as the merge does.
+  tpgraph::trace_merge::attribute_device_launched_records(f);
   // Instantiation, then the update halfway: two versions of exec 1, each read in full.
   REQUIRE(f.graphs.size() == 2);
   for (std::uint32_t v = 0; v < 2; ++v) {
@@ -414,9 +420,12 @@ TEST_CASE("trace: a graph built node by node keeps its bodies, edge data and ver
   }
   // Every graph record resolves; per launch the loop body ran kIterations times, one branch once.
   std::map<std::uint32_t, std::map<std::string, int>> runs;
+  const auto index = tpgraph::trace_merge::index_process(f);
   for (const auto& r : f.records) {
     if (r.graph_node_id == 0) continue;
-    const GraphNodeInfo* n = node_of(f, r.graph_node_id);
+    const GraphNodeInfo* n = node_of(f, index, r.graph_node_id);
+    INFO("record of graph node id " << r.graph_node_id << ", CUPTI graph " << r.graph_id << ", correlation "
+                                    << r.correlation_id);
     REQUIRE(n != nullptr);
     ++runs[r.correlation_id][n->name.substr(0, n->name.find('('))];
   }

@@ -420,10 +420,12 @@ namespace {
 
 // Two root GEMMs on two streams of one GPU, ready together at each replay's start: whichever the GPU
 // starts first runs alone, the other shares the GPU and takes twice as long; after one of them comes
-// a second GEMM, after the other an elementwise kernel, then a join. `a_first`: a's root starts
-// first in every replay. `slower`: the join kernel's duration times this.
-RunData tied_roots(bool a_first, double slower = 1.0) {
-  HandBuilt h(1, 60);
+// a second GEMM, after the other an elementwise kernel, then a join. `a_first`: the share of the
+// replays in which a's root starts first (spread over the run). `slower`: the join kernel's duration
+// times this; `slower_a2`: gemm_a2's (a node after one root only) in either order.
+RunData tied_roots(double a_first, double slower = 1.0, double slower_a2 = 1.0) {
+  constexpr int kReplays = 60;
+  HandBuilt h(1, kReplays);
   const int ga = h.node(0, 0, "gemm_a");
   const int gb = h.node(0, 0, "gemm_b");
   const int ga2 = h.node(0, 0, "gemm_a2");
@@ -434,15 +436,17 @@ RunData tied_roots(bool a_first, double slower = 1.0) {
   h.edge(gb, eb);
   h.edge(ga2, join);
   h.edge(eb, join);
-  for (int r = 0; r < 60; ++r) {
+  for (int r = 0; r < kReplays; ++r) {
     const double j = 0.05 * ((r * 7) % 5);
-    const int first = a_first ? ga : gb, second = a_first ? gb : ga;
+    const bool a_starts = (r * 37) % kReplays < static_cast<int>(a_first * kReplays + 0.5);
+    const int first = a_starts ? ga : gb, second = a_starts ? gb : ga;
     h.record(first, 0, 24 + j, r);
     h.record(second, 2, 46 + j, r);
     // The branch of the root that ran first goes on while the other root still runs.
-    const int after_first = a_first ? ga2 : eb, after_second = a_first ? eb : ga2;
-    h.record(after_first, 24.5 + j, 47 + j, r);
-    h.record(after_second, 47.5 + j, 71 + j, r);
+    const int after_first = a_starts ? ga2 : eb, after_second = a_starts ? eb : ga2;
+    const double s1 = after_first == ga2 ? slower_a2 : 1.0, s2 = after_second == ga2 ? slower_a2 : 1.0;
+    h.record(after_first, 24.5 + j, 24.5 + j + 22.5 * s1, r);
+    h.record(after_second, 47.5 + j, 47.5 + j + 23.5 * s2, r);
     h.record(join, 72 + j, 72 + j + 6 * slower, r);
   }
   return single_variant_run(std::move(h.v));
@@ -452,7 +456,7 @@ RunData tied_roots(bool a_first, double slower = 1.0) {
 
 TEST_CASE("a tie the GPU broke the other way explains the shifts after it, and hides no other change",
           "[diff][order]") {
-  const RunDiff d = diff_runs(side_of(tied_roots(false), "A"), side_of(tied_roots(true), "B"));
+  const RunDiff d = diff_runs(side_of(tied_roots(0.0), "A"), side_of(tied_roots(1.0), "B"));
   REQUIRE(d.variants.size() == 1);
   // Both roots swapped durations (24 <-> 44 µs), and so did their branches: none is a change.
   CHECK(d.change_count() == 0);
@@ -470,13 +474,37 @@ TEST_CASE("a tie the GPU broke the other way explains the shifts after it, and h
   CHECK(gate_runs(d, GateBudget{}).outcome == GateOutcome::pass);
 
   // The same flip with the join 20% slower in B: the join is still a change.
-  const RunDiff slower = diff_runs(side_of(tied_roots(false), "A"), side_of(tied_roots(true, 1.2), "B"));
+  const RunDiff slower = diff_runs(side_of(tied_roots(0.0), "A"), side_of(tied_roots(1.0, 1.2), "B"));
   const MetricDiff* j2 = find(slower, "join", Metric::duration);
   REQUIRE(j2 != nullptr);
   CHECK(j2->change());
   CHECK(slower.change_count() >= 1);
 
   // No flip (the same order in both): nothing is explained away.
-  const RunDiff same = diff_runs(side_of(tied_roots(true), "A"), side_of(tied_roots(true, 1.2), "B"));
+  const RunDiff same = diff_runs(side_of(tied_roots(1.0), "A"), side_of(tied_roots(1.0, 1.2), "B"));
   for (const auto& m : same.metrics) CHECK(m.explained.empty());
+}
+
+TEST_CASE("a tie broken in other proportions: compared within each order, no change unless one ran slower",
+          "[diff][order]") {
+  // A ran gemm_a first in 40% of its replays, B in 65%: gemm_a's median duration drops from the long
+  // mode to the short one, though within each order it did not move.
+  const RunDiff d = diff_runs(side_of(tied_roots(0.4), "A"), side_of(tied_roots(0.65), "B"));
+  const MetricDiff* ga = find(d, "gemm_a", Metric::duration);
+  REQUIRE(ga != nullptr);
+  CHECK(ga->shift.shift < -15);
+  CHECK(ga->practical);
+  CHECK(ga->significant);
+  CHECK(ga->explained.find("gemm_a started first in 40% of A's replays and 65% of B's") != std::string::npos);
+  CHECK(d.change_count() == 0);
+  CHECK(gate_runs(d, GateBudget{}).outcome == GateOutcome::pass);
+
+  // The same mixture with gemm_a2 (after one root only) 15% slower in either order: found within the
+  // orders, a change.
+  const RunDiff slower = diff_runs(side_of(tied_roots(0.4), "A"), side_of(tied_roots(0.65, 1.0, 1.15), "B"));
+  const MetricDiff* a2 = find(slower, "gemm_a2", Metric::duration);
+  REQUIRE(a2 != nullptr);
+  CHECK(a2->change());
+  CHECK(a2->explained.empty());
+  CHECK(gate_runs(slower, GateBudget{}).outcome != GateOutcome::pass);
 }

@@ -165,16 +165,36 @@ std::pair<double, bool> tie_order(const DiffVariant& d, std::size_t x, std::size
   return {static_cast<double>(first) / static_cast<double>(both), 2 * tied > both};
 }
 
-// Ties the GPU broke one way in A and the other way in B: two concurrent nodes on one GPU, ready
-// together in both runs, one starting first in most of A's steady replays and the other in most of
-// B's. The same program breaks such a tie one way in one process and the other way in the next (two
-// root GEMMs on two streams, say), and every node after either of them then shares the GPU with other
-// work than before: their durations and waits move with the order, not with the program. Returns,
-// per node of A, the explanation of its shifts ("" for a node no flip reaches).
-std::vector<std::string> order_flips(const DiffVariant& a, const DiffVariant& b, const NodePairs& p) {
+// Two concurrent nodes on one GPU ready together in most steady replays of both runs: the GPU breaks
+// the tie one way or the other, and the same program breaks it in different proportions in two
+// processes (two root GEMMs on two streams: the one that starts second shares the GPU and takes
+// twice as long). Every node after exactly one of them then shares the GPU with other work in the
+// replays of one order than of the other: its figures are a mixture of two distributions whose
+// shares the order sets, and a median moves when the shares cross a half though nothing ran slower.
+struct OrderTie {
+  std::size_t u = 0, v = 0;    // in A
+  std::size_t ub = 0, vb = 0;  // in B
+  double a_share = 0, b_share = 0;          // share of the steady replays in which u (ub) started first
+  std::vector<signed char> a_order, b_order;  // [replay]: 1 u first, 0 v first, -1 unknown
+};
+
+// Per replay, whether x started before y (-1 where either has no start).
+std::vector<signed char> order_of(const DiffVariant& d, std::size_t x, std::size_t y) {
+  const NodeSeries& sx = d.series[x];
+  const NodeSeries& sy = d.series[y];
+  std::vector<signed char> out(std::min(sx.start_us.size(), sy.start_us.size()), -1);
+  for (std::size_t r = 0; r < out.size(); ++r)
+    if (!std::isnan(sx.start_us[r]) && !std::isnan(sy.start_us[r])) out[r] = sx.start_us[r] < sy.start_us[r] ? 1 : 0;
+  return out;
+}
+
+// The ties of A matched in B; per node of A, the first tie it is after exactly one side of (-1: none).
+std::pair<std::vector<OrderTie>, std::vector<int>> order_ties(const DiffVariant& a, const DiffVariant& b,
+                                                             const NodePairs& p) {
   const std::size_t n = a.nodes.size();
-  std::vector<std::string> out(n);
-  if (!a.waits_known || !b.waits_known) return out;
+  std::vector<OrderTie> ties;
+  std::vector<int> reached(n, -1);
+  if (!a.waits_known || !b.waits_known) return {ties, reached};
   // Candidates: nodes whose median ready times in A are within a tie of each other.
   std::vector<std::pair<double, std::size_t>> ready;
   for (std::size_t i = 0; i < n; ++i) {
@@ -187,30 +207,77 @@ std::vector<std::string> order_flips(const DiffVariant& a, const DiffVariant& b,
   std::sort(ready.begin(), ready.end());
   for (std::size_t x = 0; x < ready.size(); ++x)
     for (std::size_t y = x + 1; y < ready.size() && ready[y].first - ready[x].first <= kReadyTieUs; ++y) {
-      const std::size_t u = ready[x].second, v = ready[y].second;
-      if (a.graph.nodes[u].device != a.graph.nodes[v].device) continue;
-      const auto ub = static_cast<std::size_t>(p.b_of_a[u]), vb = static_cast<std::size_t>(p.b_of_a[v]);
-      const auto [pa, tie_a] = tie_order(a, u, v);
-      const auto [pb, tie_b] = tie_order(b, ub, vb);
-      if (!tie_a || !tie_b || std::abs(pa - 0.5) < 0.25 || std::abs(pb - 0.5) < 0.25 || (pa > 0.5) == (pb > 0.5))
-        continue;
-      const std::vector<bool> after_u = reach_of(a.graph, static_cast<int>(u));
-      const std::vector<bool> after_v = reach_of(a.graph, static_cast<int>(v));
-      if (after_u[v] || after_v[u]) continue;  // not concurrent
-      const std::string& first_a = pa > 0.5 ? b.nodes[ub].label : b.nodes[vb].label;
-      const std::string& first_b = pa > 0.5 ? b.nodes[vb].label : b.nodes[ub].label;
-      const std::string why = fmt::format(
-          "order: {} and {} were ready together; A ran {} first, B ran {} first, and the work after them shared the "
-          "GPU differently",
-          b.nodes[ub].label, b.nodes[vb].label, first_a, first_b);
+      OrderTie t;
+      t.u = ready[x].second;
+      t.v = ready[y].second;
+      if (a.graph.nodes[t.u].device != a.graph.nodes[t.v].device) continue;
+      t.ub = static_cast<std::size_t>(p.b_of_a[t.u]);
+      t.vb = static_cast<std::size_t>(p.b_of_a[t.v]);
+      const auto [pa, tie_a] = tie_order(a, t.u, t.v);
+      const auto [pb, tie_b] = tie_order(b, t.ub, t.vb);
+      if (!tie_a || !tie_b) continue;
+      const std::vector<bool> after_u = reach_of(a.graph, static_cast<int>(t.u));
+      const std::vector<bool> after_v = reach_of(a.graph, static_cast<int>(t.v));
+      if (after_u[t.v] || after_v[t.u]) continue;  // not concurrent
+      t.a_share = pa;
+      t.b_share = pb;
+      t.a_order = order_of(a, t.u, t.v);
+      t.b_order = order_of(b, t.ub, t.vb);
+      ties.push_back(std::move(t));
       for (std::size_t k = 0; k < n; ++k)
-        if (after_u[k] != after_v[k] && out[k].empty()) out[k] = why;
+        if (after_u[k] != after_v[k] && reached[k] < 0) reached[k] = static_cast<int>(ties.size() - 1);
     }
+  return {ties, reached};
+}
+
+// The steady replays' values of a series in which the tie went `way` (1: u first).
+std::vector<double> values_in_order(const std::vector<float>& series, std::size_t first,
+                                    const std::vector<signed char>& order, signed char way) {
+  std::vector<double> out;
+  for (std::size_t r = first; r < series.size() && r < order.size(); ++r)
+    if (order[r] == way && !std::isnan(series[r])) out.push_back(series[r]);
   return out;
 }
 
+// A replay order seen this often on both sides is compared on its own.
+constexpr std::size_t kMinOrderReplays = 20;
+
+// Whether a changed figure of a node the tie reaches is the order's doing: compared within each order
+// seen at least kMinOrderReplays times on both sides, it changed in none. Where no order was seen that
+// often on both (the tie went one way in every replay of A and the other in every replay of B), the
+// order flipped in at least three quarters of each run's replays explains it. "" where it does not.
+std::string order_explains(const Comparer& c, const OrderTie& t, const DiffVariant& a, const DiffVariant& b,
+                           const std::string& label, Metric m, const std::vector<float>& xa,
+                           const std::vector<float>& xb) {
+  const std::string& u = b.nodes[t.ub].label;
+  const std::string& v = b.nodes[t.vb].label;
+  int compared = 0;
+  for (const int w : {1, 0}) {
+    const auto way = static_cast<signed char>(w);
+    const auto va = values_in_order(xa, a.first_used, t.a_order, way);
+    const auto vb = values_in_order(xb, b.first_used, t.b_order, way);
+    if (va.size() < kMinOrderReplays || vb.size() < kMinOrderReplays) continue;
+    const auto within = c.evaluate(label, m, va, vb);
+    if (within && within->change()) return "";
+    ++compared;
+  }
+  if (compared > 0)
+    return fmt::format(
+        "order: {} and {} were ready together; {} started first in {:.0f}% of A's replays and {:.0f}% of B's, and "
+        "within each order this did not change",
+        u, v, u, 100 * t.a_share, 100 * t.b_share);
+  if (std::abs(t.a_share - 0.5) < 0.25 || std::abs(t.b_share - 0.5) < 0.25 || (t.a_share > 0.5) == (t.b_share > 0.5))
+    return "";
+  return fmt::format(
+      "order: {} and {} were ready together; A ran {} first, B ran {} first, and the work after them shared the GPU "
+      "differently",
+      u, v, t.a_share > 0.5 ? u : v, t.a_share > 0.5 ? v : u);
+}
+
 void compare_nodes(const DiffVariant& a, const DiffVariant& b, const NodePairs& p, Comparer& c, VariantDiff& vd) {
-  const std::vector<std::string> flipped = order_flips(a, b, p);
+  const auto tied = order_ties(a, b, p);
+  const std::vector<OrderTie>& ties = tied.first;
+  const std::vector<int>& reached = tied.second;
   for (std::size_t i = 0; i < a.nodes.size(); ++i) {
     const int jb = p.b_of_a[i];
     if (jb < 0 || !a.nodes[i].timed) continue;
@@ -221,7 +288,8 @@ void compare_nodes(const DiffVariant& a, const DiffVariant& b, const NodePairs& 
     // A figure the order of tied concurrent work explains: shown, not counted.
     const auto compare = [&](Metric m, const std::vector<float>& xa, const std::vector<float>& xb) {
       const auto k = c.compare(label, m, used_values(xa, a.first_used), used_values(xb, b.first_used));
-      if (k && c.at(*k).change() && !flipped[i].empty()) c.at(*k).explained = flipped[i];
+      if (k && c.at(*k).change() && reached[i] >= 0)
+        c.at(*k).explained = order_explains(c, ties[static_cast<std::size_t>(reached[i])], a, b, label, m, xa, xb);
       return k;
     };
     (void)compare(Metric::duration, sa.duration_us, sb.duration_us);
