@@ -65,14 +65,20 @@ wait "$tracer"
 fi
 
 # plain against traced, alternating: the median of each program's own per-replay or per-step figure.
+# PIN (a CPU list, e.g. 2-5) runs both under taskset on those CPUs: a host-bound step's time then
+# does not change with the cores the scheduler picks. ONLY (names, e.g. "outside-compile") runs
+# only those comparisons.
+pin=()
+[ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
 alternate() {  # alternate NAME "TRACE FLAGS" CMD...
   local name=$1 flags=$2
   shift 2
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || return 0
   for i in $(seq "$REPEATS"); do
-    "$@" 2>&1 | grep -m1 -oE '[0-9.]+ us per (replay|step)' | sed "s/^/$name plain $i: /"
+    "${pin[@]}" "$@" 2>&1 | grep -m1 -oE '[0-9.]+ us per (replay|step)' | sed "s/^/$name plain $i: /"
     # shellcheck disable=SC2086 # the flags are words
-    "$B/tpgraph" trace --out "$W/$name-$i" $flags -- "$@" 2>&1 | grep -m1 -oE '[0-9.]+ us per (replay|step)' |
-      sed "s/^/$name traced($flags) $i: /"
+    "${pin[@]}" "$B/tpgraph" trace --out "$W/$name-$i" $flags -- "$@" 2>&1 |
+      grep -m1 -oE '[0-9.]+ us per (replay|step)' | sed "s/^/$name traced($flags) $i: /"
   done | tee -a "$OUT/summary.log"
 }
 g1=("$B/tpgraph-example-graph" --replays 20000 --kernel-us 1)
