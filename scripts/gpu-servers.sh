@@ -98,10 +98,12 @@ log "the cost of tracing, itemised (TPGRAPH_INJECT_COST): per replay; divide by 
 # subscribe: CUPTI subscribed, nothing on; callbacks: tpgraph's callbacks, no activity; activity:
 # CUPTI's records, no callback; no-write: all but the file; full. "-driver": graph launches seen at
 # the driver's cuGraphLaunch only (TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver), no runtime callback.
-# COST_MODES picks some of them.
-for mode in ${COST_MODES:-subscribe callbacks callbacks-driver activity no-write full full-driver}; do
+# detach: traced in full, then CUPTI detached (cuptiFinalize) at the first launch after 1 ms: what
+# the program pays once no subscriber is left. COST_MODES picks some of them.
+for mode in ${COST_MODES:-subscribe callbacks callbacks-driver activity no-write full full-driver detach}; do
   cost_env=(env TPGRAPH_INJECT_COST="${mode%-driver}")
   [[ $mode == full* ]] && cost_env=(env)
+  [[ $mode == detach ]] && cost_env=(env TPGRAPH_INJECT_DETACH_MS=1)
   [[ $mode == *-driver ]] && cost_env+=(TPGRAPH_INJECT_LAUNCH_CALLBACKS=driver)
   alternate "cost-$mode-1us" "" "${cost_env[@]}" "${g1[@]}"
   alternate "cost-$mode-compile" "" "${cost_env[@]}" python3 examples/torch_compile_step.py --steps 3000

@@ -214,6 +214,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       const auto& data = *static_cast<const CUpti_CallbackData*>(cbdata);
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API && on_graph_edit(*tracer, cbid, data)) return;
       tracer->on_launch(domain, data, launched_exec(domain, cbid, data.functionParams));
+      tracer->detach_if_requested(data);
     }
   } catch (const std::exception& e) {
     tracer->fail(std::string("a CUPTI callback failed: ") + e.what());
@@ -318,12 +319,21 @@ std::string start_cupti(Tracer& tracer) {
   return {};
 }
 
-// Hands CUPTI's buffers back every `period_ms`: a detached thread that ends when the tracer does.
+// TPGRAPH_INJECT_DETACH_MS: when CUPTI is to be detached (0: never), on the monotonic clock.
+std::uint64_t g_detach_at_ns = 0;
+
+// Hands CUPTI's buffers back every `period_ms`: a detached thread that ends when the tracer does, or
+// when it has asked for CUPTI to be detached (no CUPTI call may follow: it would attach CUPTI again).
 void start_flush_thread(std::uint32_t period_ms, std::uint32_t flag) {
   std::thread([period_ms, flag] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
       Tracer* tracer = g_tracer;
+      if (tracer != nullptr && g_detach_at_ns != 0 && monotonic_ns() >= g_detach_at_ns) {
+        auto attached = Tracer::Attachment::attached;
+        (void)tracer->attachment.compare_exchange_strong(attached, Tracer::Attachment::detach_requested);
+        return;
+      }
       if (tracer != nullptr) tracer->on_tick();
       if (tracer != nullptr && tracer->limit_reached.load()) {
         for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
@@ -384,6 +394,13 @@ void configure(Tracer& tracer) {
   std::vector<std::string> problems;
   recording::Options options = recording_options_from_env(problems);
   for (const auto& p : problems) tracer.note(p);
+  if (const auto detach_ms = env_number("TPGRAPH_INJECT_DETACH_MS", 0, 24ull * 3600 * 1000); detach_ms > 0) {
+    // The flush thread asks for the detach; a window or sampling would call CUPTI after it.
+    if (options.records_everything() && env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) > 0)
+      g_detach_at_ns = monotonic_ns() + detach_ms * 1'000'000ull;
+    else
+      tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
+  }
   if (options.records_everything()) return;
   (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));
   tracer.recorder = std::make_unique<Recorder>(std::move(options), now_ns());

@@ -443,11 +443,25 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   undecided_.push_back(done);
 }
 
+void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
+  if (data.callbackSite != CUPTI_API_EXIT || t_launch.in_runtime || t_launch.in_driver ||
+      attachment.load() != Attachment::detach_requested)
+    return;
+  Attachment requested = Attachment::detach_requested;
+  if (!attachment.compare_exchange_strong(requested, Attachment::detached)) return;
+  (void)cuptiActivityFlushAll(0);  // the records of launches that completed
+  const CUptiResult s = cuptiFinalize();
+  subscriber = nullptr;
+  note(s == CUPTI_SUCCESS ? "CUPTI was detached from the process (TPGRAPH_INJECT_DETACH_MS, a cost measurement): "
+                            "launches after it are not recorded"
+                          : "detaching CUPTI failed (" + result_text(s) + "): launches after it are not recorded");
+}
+
 void Tracer::finish() noexcept {
   if (finishing_.exchange(true) || !writer.ours()) return;
   try {
     std::vector<CUcontext> contexts;
-    {
+    if (!detached()) {
       const std::lock_guard state(state_mutex_);
       contexts = contexts_;
     }
@@ -458,15 +472,16 @@ void Tracer::finish() noexcept {
       CUcontext popped = nullptr;
       (void)cuCtxPopCurrent(&popped);
     }
-    if (const CUptiResult s = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); s != CUPTI_SUCCESS)
+    if (const CUptiResult s = detached() ? CUPTI_SUCCESS : cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        s != CUPTI_SUCCESS)
       note("the final flush of CUPTI's buffers failed (" + result_text(s) + "): the last records may be missing");
     std::size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+    if (detached() || cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
     for (CUcontext c : contexts) {
       std::size_t more = 0;
       if (cuptiActivityGetNumDroppedRecords(c, 0, &more) == CUPTI_SUCCESS) dropped += more;
     }
-    if (subscriber != nullptr) {
+    if (!detached() && subscriber != nullptr) {
       std::uint32_t enabled = 0;
       if (cuptiGetCallbackState(&enabled, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                 CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) != CUPTI_SUCCESS ||
@@ -534,7 +549,7 @@ void Tracer::flush_at_signal(int signal) noexcept {
   if (finishing_.load() || finished_.load() || !writer.ours()) return;
   t_signal_flush = true;
   try {
-    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (!detached()) (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::unique_lock state(state_mutex_, std::try_to_lock);
     if (state.owns_lock()) {
       write_launches_locked({}, true);

@@ -119,6 +119,16 @@ class Tracer {
   // TPGRAPH_INJECT_COST=no-write: records decoded and interned but not written (the writer's share).
   bool discard_records = false;
 
+  // TPGRAPH_INJECT_DETACH_MS (a cost measurement): CUPTI detached from the process once that long
+  // has passed, to measure what the program pays once no subscriber is left. The flush thread asks
+  // (requested); the next graph launch's outermost API exit detaches, as CUPTI asks of cuptiFinalize;
+  // from then on nothing of tpgraph calls CUPTI (a CUPTI call would attach it again).
+  enum class Attachment { attached, detach_requested, detached };
+  std::atomic<Attachment> attachment{Attachment::attached};
+  // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.
+  void detach_if_requested(const CUpti_CallbackData& data) noexcept;
+  [[nodiscard]] bool detached() const noexcept { return attachment.load() == Attachment::detached; }
+
  private:
   std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
   void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
