@@ -403,7 +403,7 @@ void configure(Tracer& tracer) {
   }
   if (options.records_everything()) return;
   (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));
-  tracer.recorder = std::make_unique<Recorder>(std::move(options), now_ns());
+  tracer.recorder = std::make_unique<Recorder>(std::move(options), now_ns(), tracer.cost);
 }
 
 // --dump-on: the signal only asks; the flush thread writes the flight recorder (a handler that

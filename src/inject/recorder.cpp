@@ -48,8 +48,8 @@ recording::Options recording_options_from_env(std::vector<std::string>& problems
   return o;
 }
 
-Recorder::Recorder(recording::Options options, std::uint64_t start_ns)
-    : options_(options), window_(std::move(options), start_ns), flight_(options_.keep_last) {}
+Recorder::Recorder(recording::Options options, std::uint64_t start_ns, SelfCostMeter& cost)
+    : options_(options), window_(std::move(options), start_ns), flight_(options_.keep_last), cost_(cost) {}
 
 void Recorder::start() {
   const std::lock_guard guard(window_mutex_);
@@ -61,8 +61,10 @@ void Recorder::set_activity_locked(bool on) {
   activity_on_ = on;
   // Activity records are decided when work is submitted: kernels submitted while a kind is off
   // leave no record, so toggling costs nothing to the work outside (docs/trace.md).
+  const std::uint64_t start = monotonic_ns();
   for (const CUpti_ActivityKind kind : kActivityKinds)
     (void)(on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind));
+  cost_.add_activity_switch(monotonic_ns() - start);
 }
 
 bool Recorder::launch_enter(std::uint32_t exec, std::uint64_t now_ns) {

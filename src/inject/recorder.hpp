@@ -18,6 +18,7 @@
 #include "core/records/flight_recorder.hpp"
 #include "core/records/recording_window.hpp"
 #include "core/records/trace_file.hpp"
+#include "inject/self_cost.hpp"
 
 namespace tpgraph::inject {
 
@@ -34,7 +35,8 @@ recording::Options recording_options_from_env(std::vector<std::string>& problems
 
 class Recorder {
  public:
-  Recorder(recording::Options options, std::uint64_t start_ns);
+  // `cost`: where each switch of the activity kinds is counted and timed (outlives the recorder).
+  Recorder(recording::Options options, std::uint64_t start_ns, SelfCostMeter& cost);
   // CUPTI is started with every activity kind on: turn them off now if the window is closed.
   void start();
 
@@ -78,6 +80,7 @@ class Recorder {
   recording::RecordedLaunches recorded_;
   std::uint64_t filtered_ = 0;
   recording::FlightRecorder flight_;  // guarded by the tracer's state lock
+  SelfCostMeter& cost_;
 };
 
 }  // namespace tpgraph::inject

@@ -24,6 +24,11 @@ void SelfCostMeter::add_buffer(std::uint64_t ns, std::uint64_t records) noexcept
   buffer_ns_.fetch_add(ns, std::memory_order_relaxed);
 }
 
+void SelfCostMeter::add_activity_switch(std::uint64_t ns) noexcept {
+  activity_switches_.fetch_add(1, std::memory_order_relaxed);
+  activity_switch_ns_.fetch_add(ns, std::memory_order_relaxed);
+}
+
 tracefile::SelfCost SelfCostMeter::totals(std::uint64_t launches) const noexcept {
   tracefile::SelfCost c;
   c.present = true;
@@ -35,6 +40,8 @@ tracefile::SelfCost SelfCostMeter::totals(std::uint64_t launches) const noexcept
   c.buffers = buffers_.load(std::memory_order_relaxed);
   c.buffer_records = buffer_records_.load(std::memory_order_relaxed);
   c.buffer_ns = buffer_ns_.load(std::memory_order_relaxed);
+  c.activity_switches = activity_switches_.load(std::memory_order_relaxed);
+  c.activity_switch_ns = activity_switch_ns_.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -32,6 +32,8 @@ class SelfCostMeter {
 
   void add_callback(std::uint64_t ns, bool launch) noexcept;
   void add_buffer(std::uint64_t ns, std::uint64_t records) noexcept;
+  // One switch of CUPTI's activity kinds on or off (a window's edge, a sampled launch).
+  void add_activity_switch(std::uint64_t ns) noexcept;
   // The totals so far, with the graph launches the tracer counted.
   [[nodiscard]] tracefile::SelfCost totals(std::uint64_t launches) const noexcept;
 
@@ -42,6 +44,8 @@ class SelfCostMeter {
   std::atomic<std::uint64_t> buffers_{0};
   std::atomic<std::uint64_t> buffer_records_{0};
   std::atomic<std::uint64_t> buffer_ns_{0};
+  std::atomic<std::uint64_t> activity_switches_{0};
+  std::atomic<std::uint64_t> activity_switch_ns_{0};
 };
 
 }  // namespace tpgraph::inject

@@ -105,6 +105,50 @@ TEST_CASE("a cost chunk round-trips through the record file, and the last one ho
   CHECK(f.notes.empty());
 }
 
+TEST_CASE("a sampled process's switches of CUPTI's activity: counted, timed, read back, and in its cost line",
+          "[trace][cost]") {
+  SelfCost sampled = fabricated_self_cost();
+  sampled.activity_switches = 200;
+  sampled.activity_switch_ns = 9'000'000;  // 45 µs each
+  Crafted c = six_node_process(false);
+  c.chunks.push_back(self_cost_chunk(sampled));
+  const ProcessFile f = parse_process_file(c.bytes(), "p.tpgt");
+  REQUIRE(f.self_cost.present);
+  CHECK(f.self_cost.activity_switches == 200);
+  CHECK(f.self_cost.activity_switch_ns == 9'000'000);
+  const ProcessTracingCost p = process_tracing_cost({42, f.self_cost});
+  REQUIRE(p.us_per_activity_switch);
+  CHECK(*p.us_per_activity_switch == Approx(45.0));
+  TracingCostAnalysis a;
+  a.processes.push_back(p);
+  const auto lines = report_detail::tracing_cost_lines(a);
+  CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return has(l, "CUPTI's activity switched on or off 200 times, 45.0 µs each");
+  }));
+
+  // A chunk written before the switches were counted has neither key: read as none, no note.
+  json old = json::parse(self_cost_chunk(fabricated_self_cost()).substr(8));
+  old.erase("activity_switches");
+  old.erase("activity_switch_ns");
+  Crafted before = six_node_process(false);
+  before.chunks.push_back(chunk(ChunkType::cost, old.dump()));
+  const ProcessFile g = parse_process_file(before.bytes(), "p.tpgt");
+  REQUIRE(g.self_cost.present);
+  CHECK(g.self_cost.activity_switches == 0);
+  CHECK(g.notes.empty());
+  CHECK_FALSE(process_tracing_cost({42, g.self_cost}).us_per_activity_switch);
+
+  // A switch count that is not a count: the chunk is skipped, saying which key.
+  json bad = json::parse(self_cost_chunk(sampled).substr(8));
+  bad["activity_switches"] = "many";
+  Crafted broken = six_node_process(false);
+  broken.chunks.push_back(chunk(ChunkType::cost, bad.dump()));
+  const ProcessFile h = parse_process_file(broken.bytes(), "p.tpgt");
+  CHECK_FALSE(h.self_cost.present);
+  REQUIRE(h.notes.size() == 1);
+  CHECK(has(h.notes[0], "activity_switches"));
+}
+
 TEST_CASE("a record file without a cost chunk reads as before: no cost, no note", "[trace][cost]") {
   const ProcessFile f = parse_process_file(six_node_process(false).bytes(), "p.tpgt");
   CHECK_FALSE(f.self_cost.present);

@@ -70,6 +70,10 @@ ProcessTracingCost process_tracing_cost(const ProcessCost& process) {
   out.records = s.buffer_records;
   if (s.buffer_records > 0)
     out.processing_us_per_record = static_cast<double>(s.buffer_ns) / kNsPerUs / static_cast<double>(s.buffer_records);
+  out.activity_switches = s.activity_switches;
+  if (s.activity_switches > 0)
+    out.us_per_activity_switch =
+        static_cast<double>(s.activity_switch_ns) / kNsPerUs / static_cast<double>(s.activity_switches);
   return out;
 }
 

@@ -24,6 +24,8 @@ struct ProcessTracingCost {
   double other_callbacks_ms = 0;                   // its other callbacks (instantiation, contexts, captures), in all
   std::uint64_t records = 0;                       // records it processed
   std::optional<double> processing_us_per_record;  // on CUPTI's thread (none: no record)
+  std::uint64_t activity_switches = 0;             // CUPTI's activity turned on or off (a window, sampling)
+  std::optional<double> us_per_activity_switch;    // time in CUPTI's calls per switch (none: no switch)
 };
 
 struct TracingCostAnalysis {

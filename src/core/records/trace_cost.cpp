@@ -77,7 +77,8 @@ namespace tracefile {
 std::string self_cost_chunk(const SelfCost& c) {
   const json j{{"callbacks", c.callbacks}, {"callback_ns", c.callback_ns}, {"launch_callback_ns", c.launch_callback_ns},
                {"launches", c.launches},   {"buffers", c.buffers},         {"buffer_records", c.buffer_records},
-               {"buffer_ns", c.buffer_ns}};
+               {"buffer_ns", c.buffer_ns}, {"activity_switches", c.activity_switches},
+               {"activity_switch_ns", c.activity_switch_ns}};
   return chunk(ChunkType::cost, j.dump());
 }
 
@@ -93,6 +94,14 @@ std::string read_self_cost_chunk(std::string_view payload, SelfCost& cost) {
     const auto v = unsigned_at(*j, keys[i]);
     if (!v) return fmt::format("a cost chunk without a count {} (skipped)", keys[i]);
     *fields[i] = *v;
+  }
+  // Optional (files written before they existed have neither).
+  for (const auto& [key, field] : {std::pair{"activity_switches", &c.activity_switches},
+                                   std::pair{"activity_switch_ns", &c.activity_switch_ns}}) {
+    if (!j->contains(key)) continue;
+    const auto v = unsigned_at(*j, key);
+    if (!v) return fmt::format("a cost chunk whose {} is not a count (skipped)", key);
+    *field = *v;
   }
   if (c.launch_callback_ns > c.callback_ns) return "a cost chunk whose launch callbacks took longer than all (skipped)";
   c.present = true;

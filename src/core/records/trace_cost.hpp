@@ -34,6 +34,11 @@ struct SelfCost {
   std::uint64_t buffers = 0;             // CUPTI record buffers processed (decoded and written)
   std::uint64_t buffer_records = 0;      // records in them
   std::uint64_t buffer_ns = 0;           // time processing them, on CUPTI's thread
+  // A window or sampling turns CUPTI's activity kinds on and off around recorded launches: how often
+  // (each switch turns every kind), and the time in CUPTI's enable and disable calls, on the program's
+  // threads (part of the launch callbacks' time when a launch switched). 0 in files written before.
+  std::uint64_t activity_switches = 0;
+  std::uint64_t activity_switch_ns = 0;
 };
 
 // --- writing (the injection library) ---

@@ -126,7 +126,9 @@ json tracing_cost_json(const TracingCostAnalysis& cost) {
                              {"callback_us_per_launch", opt_json(p.us_per_launch, 4)},
                              {"other_callbacks_ms", round_to(p.other_callbacks_ms, 3)},
                              {"records", p.records},
-                             {"processing_us_per_record", opt_json(p.processing_us_per_record, 4)}});
+                             {"processing_us_per_record", opt_json(p.processing_us_per_record, 4)},
+                             {"activity_switches", p.activity_switches},
+                             {"us_per_activity_switch", opt_json(p.us_per_activity_switch, 3)}});
   return json{{"calibration", calibration}, {"processes", processes}, {"lines", tracing_cost_lines(cost)}};
 }
 

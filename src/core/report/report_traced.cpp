@@ -121,8 +121,14 @@ std::string process_line(const ProcessTracingCost& p) {
       p.processing_us_per_record
           ? fmt::format("{:.3f} µs per record ({} records, its own thread)", *p.processing_us_per_record, p.records)
           : std::string("no record");
-  return fmt::format("tracing cost, pid {}: tpgraph's callbacks {}, record processing {}", p.pid, callbacks,
-                     processing);
+  // A window's edges and sampled launches switch CUPTI's activity on and off inside the callbacks.
+  const std::string switches =
+      p.us_per_activity_switch
+          ? fmt::format("; CUPTI's activity switched on or off {} times, {:.1f} µs each (inside the callbacks)",
+                        p.activity_switches, *p.us_per_activity_switch)
+          : std::string();
+  return fmt::format("tracing cost, pid {}: tpgraph's callbacks {}, record processing {}{}", p.pid, callbacks,
+                     processing, switches);
 }
 
 std::string count_text(double v) {
