@@ -398,8 +398,7 @@ void configure(Tracer& tracer) {
     // The flush thread asks for the detach; a window or sampling would call CUPTI after it.
     if (options.records_everything() && env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) > 0)
       g_detach_at_ns = monotonic_ns() + detach_ms * 1'000'000ull;
-    else
-      tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
+    else tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
   }
   if (options.records_everything()) return;
   (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));

@@ -172,9 +172,9 @@ std::pair<double, bool> tie_order(const DiffVariant& d, std::size_t x, std::size
 // replays of one order than of the other: its figures are a mixture of two distributions whose
 // shares the order sets, and a median moves when the shares cross a half though nothing ran slower.
 struct OrderTie {
-  std::size_t u = 0, v = 0;    // in A
-  std::size_t ub = 0, vb = 0;  // in B
-  double a_share = 0, b_share = 0;          // share of the steady replays in which u (ub) started first
+  std::size_t u = 0, v = 0;                   // in A
+  std::size_t ub = 0, vb = 0;                 // in B
+  double a_share = 0, b_share = 0;            // share of the steady replays in which u (ub) started first
   std::vector<signed char> a_order, b_order;  // [replay]: 1 u first, 0 v first, -1 unknown
 };
 
@@ -190,7 +190,7 @@ std::vector<signed char> order_of(const DiffVariant& d, std::size_t x, std::size
 
 // The ties of A matched in B; per node of A, the first tie it is after exactly one side of (-1: none).
 std::pair<std::vector<OrderTie>, std::vector<int>> order_ties(const DiffVariant& a, const DiffVariant& b,
-                                                             const NodePairs& p) {
+                                                              const NodePairs& p) {
   const std::size_t n = a.nodes.size();
   std::vector<OrderTie> ties;
   std::vector<int> reached(n, -1);

@@ -75,9 +75,14 @@ std::optional<CostCalibration> measured_calibration(const json& j) {
 namespace tracefile {
 
 std::string self_cost_chunk(const SelfCost& c) {
-  const json j{{"callbacks", c.callbacks}, {"callback_ns", c.callback_ns}, {"launch_callback_ns", c.launch_callback_ns},
-               {"launches", c.launches},   {"buffers", c.buffers},         {"buffer_records", c.buffer_records},
-               {"buffer_ns", c.buffer_ns}, {"activity_switches", c.activity_switches},
+  const json j{{"callbacks", c.callbacks},
+               {"callback_ns", c.callback_ns},
+               {"launch_callback_ns", c.launch_callback_ns},
+               {"launches", c.launches},
+               {"buffers", c.buffers},
+               {"buffer_records", c.buffer_records},
+               {"buffer_ns", c.buffer_ns},
+               {"activity_switches", c.activity_switches},
                {"activity_switch_ns", c.activity_switch_ns}};
   return chunk(ChunkType::cost, j.dump());
 }
@@ -96,8 +101,8 @@ std::string read_self_cost_chunk(std::string_view payload, SelfCost& cost) {
     *fields[i] = *v;
   }
   // Optional (files written before they existed have neither).
-  for (const auto& [key, field] : {std::pair{"activity_switches", &c.activity_switches},
-                                   std::pair{"activity_switch_ns", &c.activity_switch_ns}}) {
+  for (const auto& [key, field] :
+       {std::pair{"activity_switches", &c.activity_switches}, std::pair{"activity_switch_ns", &c.activity_switch_ns}}) {
     if (!j->contains(key)) continue;
     const auto v = unsigned_at(*j, key);
     if (!v) return fmt::format("a cost chunk whose {} is not a count (skipped)", key);
