@@ -319,21 +319,43 @@ std::string start_cupti(Tracer& tracer) {
   return {};
 }
 
-// TPGRAPH_INJECT_DETACH_MS: when CUPTI is to be detached (0: never), on the monotonic clock.
+// TPGRAPH_INJECT_DETACH_MS and TPGRAPH_INJECT_REATTACH_MS: when CUPTI is to be detached, and
+// subscribed again (0: never), on the monotonic clock. Only the flush thread reads them.
 std::uint64_t g_detach_at_ns = 0;
+std::uint64_t g_reattach_at_ns = 0;
 
-// Hands CUPTI's buffers back every `period_ms`: a detached thread that ends when the tracer does, or
-// when it has asked for CUPTI to be detached (no CUPTI call may follow: it would attach CUPTI again).
+// The flush thread's part in a detach (TPGRAPH_INJECT_DETACH_MS): asks for it when its time has
+// come, and subscribes again when the reattach's has. True while CUPTI is not attached: no CUPTI
+// call may be made then (it would attach CUPTI again).
+bool detach_step(Tracer& tracer) {
+  const std::uint64_t now = monotonic_ns();
+  if (g_detach_at_ns != 0 && now >= g_detach_at_ns) {
+    g_detach_at_ns = 0;
+    auto attached = Tracer::Attachment::attached;
+    (void)tracer.attachment.compare_exchange_strong(attached, Tracer::Attachment::detach_requested);
+  }
+  if (tracer.attachment.load() == Tracer::Attachment::attached) return false;
+  if (tracer.attachment.load() != Tracer::Attachment::detached || g_reattach_at_ns == 0 || now < g_reattach_at_ns)
+    return true;
+  g_reattach_at_ns = 0;
+  tracer.attach_epoch.fetch_add(1);
+  const std::string failure = start_cupti(tracer);
+  if (!failure.empty()) {
+    tracer.note("attaching CUPTI again failed (TPGRAPH_INJECT_REATTACH_MS): " + failure);
+    return true;
+  }
+  tracer.attachment.store(Tracer::Attachment::attached);
+  tracer.note("CUPTI was attached again (TPGRAPH_INJECT_REATTACH_MS, a cost measurement)");
+  return false;
+}
+
+// Hands CUPTI's buffers back every `period_ms`: a detached thread that ends when the tracer does.
 void start_flush_thread(std::uint32_t period_ms, std::uint32_t flag) {
   std::thread([period_ms, flag] {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
       Tracer* tracer = g_tracer;
-      if (tracer != nullptr && g_detach_at_ns != 0 && monotonic_ns() >= g_detach_at_ns) {
-        auto attached = Tracer::Attachment::attached;
-        (void)tracer->attachment.compare_exchange_strong(attached, Tracer::Attachment::detach_requested);
-        return;
-      }
+      if (tracer != nullptr && !tracer->finishing() && detach_step(*tracer)) continue;
       if (tracer != nullptr) tracer->on_tick();
       if (tracer != nullptr && tracer->limit_reached.load()) {
         for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
@@ -396,9 +418,15 @@ void configure(Tracer& tracer) {
   for (const auto& p : problems) tracer.note(p);
   if (const auto detach_ms = env_number("TPGRAPH_INJECT_DETACH_MS", 0, 24ull * 3600 * 1000); detach_ms > 0) {
     // The flush thread asks for the detach; a window or sampling would call CUPTI after it.
-    if (options.records_everything() && env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) > 0)
-      g_detach_at_ns = monotonic_ns() + detach_ms * 1'000'000ull;
-    else tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
+    if (options.records_everything() && env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) > 0) {
+      const std::uint64_t start = monotonic_ns();
+      g_detach_at_ns = start + detach_ms * 1'000'000ull;
+      if (const auto reattach_ms = env_number("TPGRAPH_INJECT_REATTACH_MS", 0, 24ull * 3600 * 1000);
+          reattach_ms > detach_ms)
+        g_reattach_at_ns = start + reattach_ms * 1'000'000ull;
+    } else {
+      tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
+    }
   }
   if (options.records_everything()) return;
   (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));

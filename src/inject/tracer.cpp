@@ -382,12 +382,25 @@ void Tracer::on_exec_kernel_set(CUgraphExec exec, CUgraphNode node, CUfunction f
   write_graph_locked(e, topology, e.clones);
 }
 
+namespace {
+
+// No launch under way on the thread, in attach epoch `epoch`.
+ThreadLaunch fresh_launch(std::uint32_t epoch) {
+  ThreadLaunch t;
+  t.attach_epoch = epoch;
+  return t;
+}
+
+}  // namespace
+
 void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& data, CUgraphExec exec) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   ThreadLaunch& t = t_launch;
+  const std::uint32_t epoch = attach_epoch.load(std::memory_order_relaxed);
+  if (t.attach_epoch != epoch) t = fresh_launch(epoch);  // begun before CUPTI was attached again
   if (data.callbackSite == CUPTI_API_ENTER) {
     if (runtime) {
-      t = ThreadLaunch{};
+      t = fresh_launch(epoch);
       t.in_runtime = true;
       t.pending.runtime_correlation = data.correlationId;
     } else if (t.in_runtime) {
@@ -395,7 +408,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
       if (recorder != nullptr && t.pending.record) recorder->add_recorded(data.correlationId);
       return;
     } else {
-      t = ThreadLaunch{};
+      t = fresh_launch(epoch);
       t.in_driver = true;
       t.pending.driver_correlation = data.correlationId;
     }
@@ -429,7 +442,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   if (runtime ? !t.in_runtime : (t.in_runtime || !t.in_driver)) return;
   t.pending.launch.host_end_ns = now_ns();
   PendingLaunch done = t.pending;
-  t = ThreadLaunch{};
+  t = fresh_launch(epoch);
   if (recorder != nullptr) recorder->launch_exit();
   const std::lock_guard state(state_mutex_);
   ++launches_seen_;

@@ -54,6 +54,7 @@ struct PendingLaunch {
 struct ThreadLaunch {
   bool in_runtime = false;
   bool in_driver = false;
+  std::uint32_t attach_epoch = 0;  // the tracer's attach epoch when the launch began
   PendingLaunch pending;
 };
 
@@ -123,8 +124,13 @@ class Tracer {
   // has passed, to measure what the program pays once no subscriber is left. The flush thread asks
   // (requested); the next graph launch's outermost API exit detaches, as CUPTI asks of cuptiFinalize;
   // from then on nothing of tpgraph calls CUPTI (a CUPTI call would attach it again).
+  // TPGRAPH_INJECT_REATTACH_MS (with it): CUPTI subscribed again from the flush thread that long
+  // after the start, to learn whether a window could detach CUPTI while closed and attach it again.
+  // Each attach starts an epoch: a launch that began in an earlier one (its exit callback was lost
+  // with the subscription) is dropped, not finished with a later call's times.
   enum class Attachment { attached, detach_requested, detached };
   std::atomic<Attachment> attachment{Attachment::attached};
+  std::atomic<std::uint32_t> attach_epoch{0};
   // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.
   void detach_if_requested(const CUpti_CallbackData& data) noexcept;
   [[nodiscard]] bool detached() const noexcept { return attachment.load() == Attachment::detached; }

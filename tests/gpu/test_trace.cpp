@@ -520,3 +520,59 @@ TEST_CASE("trace: a graph launched from the device is named, and its unseen work
     CHECK(t.run.trace->line().find("instantiated for launch from the device") != std::string::npos);
   }
 }
+
+TEST_CASE("trace: CUPTI detached and attached again (the cost knobs) puts no record on another node",
+          "[gpu][trace][detach]") {
+  if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
+  const TraceDir dir;
+  // About 3 s of replays of 20 µs kernels: detached 0.6 s in, attached again 1.4 s in (the flush
+  // thread's 200 ms ticks decide when).
+  REQUIRE(::setenv("TPGRAPH_INJECT_DETACH_MS", "600", 1) == 0);
+  REQUIRE(::setenv("TPGRAPH_INJECT_REATTACH_MS", "1400", 1) == 0);
+  const pid_t pid = spawn_example(dir, {"--replays", "30000", "--kernel-us", "20"});
+  ::unsetenv("TPGRAPH_INJECT_DETACH_MS");
+  ::unsetenv("TPGRAPH_INJECT_REATTACH_MS");
+  const int status = wait_exit(pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const auto files = dir.files();
+  REQUIRE(files.size() == 1);
+  const ProcessFile f = tpgraph::tracefile::read_process_file(files[0].string());
+  std::string notes;
+  for (const auto& n : f.notes) notes += n + "\n";
+  INFO("notes:\n" << notes);
+  CHECK(f.complete);
+  const auto noted = [&](std::string_view what) {
+    return std::any_of(f.notes.begin(), f.notes.end(), [&](const std::string& n) { return n.find(what) == 0; });
+  };
+  REQUIRE(noted("CUPTI was detached"));
+  REQUIRE(noted("CUPTI was attached again"));
+  // Every graph record lands on a node of its own kind and name, before the detach and after.
+  const auto index = tpgraph::trace_merge::index_process(f);
+  std::map<std::uint32_t, int> per_launch;
+  std::vector<std::uint64_t> starts;
+  for (const auto& r : f.records) {
+    if (r.graph_node_id == 0) continue;
+    const GraphNodeInfo* n = node_of(f, index, r.graph_node_id);
+    INFO("record of node id " << r.graph_node_id << ": " << r.name);
+    REQUIRE(n != nullptr);
+    CHECK(n->type == expected_type(r.kind));
+    if (r.kind == ActivityKind::kernel) CHECK(n->name == r.name.str());
+    ++per_launch[r.correlation_id];
+    starts.push_back(r.start_ns);
+  }
+  // A gap of at least half a second (detached), with records on both sides of it.
+  std::sort(starts.begin(), starts.end());
+  std::size_t gap_at = 0;
+  std::uint64_t gap = 0;
+  for (std::size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] - starts[i - 1] > gap) {
+      gap = starts[i] - starts[i - 1];
+      gap_at = i;
+    }
+  CHECK(gap > 500'000'000ull);
+  CHECK(starts.size() - gap_at > 1000);
+  // Launches whose records were cut by the detach: at most the one in flight then.
+  const auto whole = std::count_if(per_launch.begin(), per_launch.end(), [](const auto& l) { return l.second == 6; });
+  CHECK(per_launch.size() - static_cast<std::size_t>(whole) <= 2);
+}
