@@ -323,22 +323,37 @@ std::string start_cupti(Tracer& tracer) {
 // subscribed again (0: never), on the monotonic clock. Only the flush thread reads them.
 std::uint64_t g_detach_at_ns = 0;
 std::uint64_t g_reattach_at_ns = 0;
+// --detach-after waits this long after the window's end, so the records of its last launches are back.
+constexpr std::uint64_t kDetachGraceNs = 500'000'000;
 
 // The flush thread's part in a detach (TPGRAPH_INJECT_DETACH_MS): asks for it when its time has
 // come, and subscribes again when the reattach's has. True while CUPTI is not attached: no CUPTI
 // call may be made then (it would attach CUPTI again).
 bool detach_step(Tracer& tracer) {
   const std::uint64_t now = monotonic_ns();
+  const auto request = [&](const char* why) {
+    if (tracer.attachment.load() != Tracer::Attachment::attached) return;
+    tracer.detach_reason = why;
+    tracer.attachment.store(Tracer::Attachment::detach_requested);
+  };
   if (g_detach_at_ns != 0 && now >= g_detach_at_ns) {
     g_detach_at_ns = 0;
-    auto attached = Tracer::Attachment::attached;
-    (void)tracer.attachment.compare_exchange_strong(attached, Tracer::Attachment::detach_requested);
+    request("TPGRAPH_INJECT_DETACH_MS, a cost measurement");
+  }
+  // --detach-after: the window is over for good, and the records of its last launches have had
+  // kDetachGraceNs to come back.
+  if (tracer.recorder != nullptr && tracer.recorder->options().detach_after &&
+      tracer.attachment.load() == Tracer::Attachment::attached) {
+    const std::uint64_t cupti_now = now_ns();  // the recorder's clock
+    if (cupti_now > kDetachGraceNs && tracer.recorder->over(cupti_now - kDetachGraceNs))
+      request("--detach-after: the window is over for good; the rest of the run paid no subscriber");
   }
   if (tracer.attachment.load() == Tracer::Attachment::attached) return false;
   if (tracer.attachment.load() != Tracer::Attachment::detached || g_reattach_at_ns == 0 || now < g_reattach_at_ns)
     return true;
   g_reattach_at_ns = 0;
   tracer.attach_epoch.fetch_add(1);
+  clock_from_cupti();
   const std::string failure = start_cupti(tracer);
   if (!failure.empty()) {
     tracer.note("attaching CUPTI again failed (TPGRAPH_INJECT_REATTACH_MS): " + failure);

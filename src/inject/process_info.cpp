@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <unordered_set>
 #include <vector>
+
+#include "inject/self_cost.hpp"
 
 namespace tpgraph::inject {
 
@@ -46,10 +49,29 @@ std::string host_name() {
   return host.empty() ? "unknown-host" : host;
 }
 
+namespace {
+std::atomic<bool> g_clock_without_cupti{false};
+std::atomic<std::int64_t> g_cupti_minus_monotonic{0};
+}  // namespace
+
 std::uint64_t now_ns() {
+  if (g_clock_without_cupti.load(std::memory_order_acquire))
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(monotonic_ns()) +
+                                      g_cupti_minus_monotonic.load(std::memory_order_relaxed));
   std::uint64_t t = 0;
   return cuptiGetTimestamp(&t) == CUPTI_SUCCESS ? t : 0;
 }
+
+void clock_without_cupti() noexcept {
+  std::uint64_t t = 0;
+  const std::uint64_t mono = monotonic_ns();
+  if (cuptiGetTimestamp(&t) == CUPTI_SUCCESS)
+    g_cupti_minus_monotonic.store(static_cast<std::int64_t>(t) - static_cast<std::int64_t>(mono),
+                                  std::memory_order_relaxed);
+  g_clock_without_cupti.store(true, std::memory_order_release);
+}
+
+void clock_from_cupti() noexcept { g_clock_without_cupti.store(false, std::memory_order_release); }
 
 // Who else may hold CUPTI: the error and the hints the environment and the loaded libraries give.
 std::string other_tool_hint() {

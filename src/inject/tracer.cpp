@@ -461,11 +461,12 @@ void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
   Attachment requested = Attachment::detach_requested;
   if (!attachment.compare_exchange_strong(requested, Attachment::detached)) return;
   (void)cuptiActivityFlushAll(0);  // the records of launches that completed
+  clock_without_cupti();
   const CUptiResult s = cuptiFinalize();
   subscriber = nullptr;
-  note(s == CUPTI_SUCCESS ? "CUPTI was detached from the process (TPGRAPH_INJECT_DETACH_MS, a cost measurement): "
-                            "launches after it are not recorded"
-                          : "detaching CUPTI failed (" + result_text(s) + "): launches after it are not recorded");
+  note(s == CUPTI_SUCCESS
+           ? "CUPTI was detached from the process (" + detach_reason + "): launches after it are not recorded"
+           : "detaching CUPTI failed (" + result_text(s) + "): launches after it are not recorded");
 }
 
 }  // namespace tpgraph::inject

@@ -131,6 +131,8 @@ class Tracer {
   enum class Attachment { attached, detach_requested, detached };
   std::atomic<Attachment> attachment{Attachment::attached};
   std::atomic<std::uint32_t> attach_epoch{0};
+  // Why the detach was asked for (the note it leaves), set before the request.
+  std::string detach_reason;
   // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.
   void detach_if_requested(const CUpti_CallbackData& data) noexcept;
   [[nodiscard]] bool detached() const noexcept { return attachment.load() == Attachment::detached; }
