@@ -370,8 +370,9 @@ void start_flush_thread(std::uint32_t period_ms, std::uint32_t flag) {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
       Tracer* tracer = g_tracer;
-      if (tracer != nullptr && !tracer->finishing() && detach_step(*tracer)) continue;
-      if (tracer != nullptr) tracer->on_tick();
+      const bool detached = tracer != nullptr && !tracer->finishing() && detach_step(*tracer);
+      if (tracer != nullptr) tracer->on_tick();  // makes no CUPTI call while CUPTI is not attached
+      if (detached) continue;
       if (tracer != nullptr && tracer->limit_reached.load()) {
         for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
         return;

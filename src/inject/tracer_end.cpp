@@ -136,7 +136,8 @@ void Tracer::on_tick() noexcept {
     recorder->tick(now_ns());
     if (const std::string events = recorder->take_event_chunks(); !events.empty()) (void)writer.write(events);
     if (!recorder->dump_requested.exchange(false)) return;
-    (void)cuptiActivityFlushAll(0);  // the records of launches that have completed
+    // The records of launches that have completed (none to ask for once CUPTI is being let go).
+    if (attachment.load() == Attachment::attached) (void)cuptiActivityFlushAll(0);
     const std::lock_guard state(state_mutex_);
     write_launches_locked({}, false);
     dump_flight_locked(recorder->options().dump_on);
