@@ -459,11 +459,12 @@ void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
       attachment.load() != Attachment::detach_requested)
     return;
   Attachment requested = Attachment::detach_requested;
-  if (!attachment.compare_exchange_strong(requested, Attachment::detached)) return;
+  if (!attachment.compare_exchange_strong(requested, Attachment::detaching)) return;
   (void)cuptiActivityFlushAll(0);  // the records of launches that completed
   clock_without_cupti();
   const CUptiResult s = cuptiFinalize();
   subscriber = nullptr;
+  attachment.store(Attachment::detached);
   note(s == CUPTI_SUCCESS
            ? "CUPTI was detached from the process (" + detach_reason + "): launches after it are not recorded"
            : "detaching CUPTI failed (" + result_text(s) + "): launches after it are not recorded");

@@ -128,14 +128,19 @@ class Tracer {
   // after the start, to learn whether a window could detach CUPTI while closed and attach it again.
   // Each attach starts an epoch: a launch that began in an earlier one (its exit callback was lost
   // with the subscription) is dropped, not finished with a later call's times.
-  enum class Attachment { attached, detach_requested, detached };
+  // detaching: the flush and cuptiFinalize are under way on the thread that won the request.
+  enum class Attachment { attached, detach_requested, detaching, detached };
   std::atomic<Attachment> attachment{Attachment::attached};
   std::atomic<std::uint32_t> attach_epoch{0};
   // Why the detach was asked for (the note it leaves), set before the request.
   std::string detach_reason;
   // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.
   void detach_if_requested(const CUpti_CallbackData& data) noexcept;
-  [[nodiscard]] bool detached() const noexcept { return attachment.load() == Attachment::detached; }
+  // No CUPTI call may be made: CUPTI is being detached or is.
+  [[nodiscard]] bool detached() const noexcept {
+    const Attachment a = attachment.load();
+    return a == Attachment::detaching || a == Attachment::detached;
+  }
 
  private:
   std::uint32_t intern_locked(const std::string& raw, std::string& chunks);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "inject/nvtx_ranges.hpp"
 #include "inject/process_info.hpp"
@@ -15,6 +16,10 @@ namespace tpgraph::inject {
 
 void Tracer::finish() noexcept {
   if (finishing_.exchange(true) || !writer.ours()) return;
+  // A detach not yet begun is called off; one under way on another thread is waited for.
+  auto requested = Attachment::detach_requested;
+  (void)attachment.compare_exchange_strong(requested, Attachment::attached);
+  while (attachment.load() == Attachment::detaching) std::this_thread::yield();
   try {
     std::vector<CUcontext> contexts;
     if (!detached()) {
@@ -105,7 +110,7 @@ void Tracer::flush_at_signal(int signal) noexcept {
   if (finishing_.load() || finished_.load() || !writer.ours()) return;
   t_signal_flush = true;
   try {
-    if (!detached()) (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (attachment.load() == Attachment::attached) (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::unique_lock state(state_mutex_, std::try_to_lock);
     if (state.owns_lock()) {
       write_launches_locked({}, true);
