@@ -15,6 +15,10 @@
 # Logs go to $OUT (default ./out); the last lines printed are a summary table.
 set -uo pipefail
 BUILD=${BUILD:-build-kernels}
+# The GPU test binary: in the build's tests/ folder, or beside tpgraph (a variant unpacked from a
+# scripts/kernel-variants.sh pack).
+TESTS="$TESTS"
+[ -x "$TESTS" ] || TESTS="$BUILD/tpgraph_gpu_tests"
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 steps=("$@")
@@ -30,10 +34,10 @@ for step in "${steps[@]}"; do
   start=$(date +%s)
   case "$step" in
     tests)
-      "$BUILD/tests/tpgraph_gpu_tests" "[kernels]" --durations yes >"$OUT/tests.log" 2>&1
+      "$TESTS" "[kernels]" --durations yes >"$OUT/tests.log" 2>&1
       rc=$?; tail -n 4 "$OUT/tests.log" ;;
     quick)
-      "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]" --durations yes >"$OUT/tests.log" 2>&1
+      "$TESTS" "[kernels]~[full]" --durations yes >"$OUT/tests.log" 2>&1
       rc=$?; tail -n 4 "$OUT/tests.log" ;;
     check)
       read -r -a extra <<<"${CHECK_ARGS:-}"  # several flags, split on spaces
@@ -45,9 +49,9 @@ for step in "${steps[@]}"; do
       rc=$?; cat "$OUT/bench.log" ;;
     sanitize)
       {
-        compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]"
+        compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" "[kernels]~[full]"
         m=$?
-        compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/tests/tpgraph_gpu_tests" "[kernels]~[full]"
+        compute-sanitizer --tool racecheck --error-exitcode 9 "$TESTS" "[kernels]~[full]"
         r=$?
         echo "memcheck rc=$m racecheck rc=$r"
         [ $m -eq 0 ] && [ $r -eq 0 ]
