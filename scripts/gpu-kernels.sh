@@ -17,7 +17,7 @@ set -uo pipefail
 BUILD=${BUILD:-build-kernels}
 # The GPU test binary: in the build's tests/ folder, or beside tpgraph (a variant unpacked from a
 # scripts/kernel-variants.sh pack).
-TESTS="$TESTS"
+TESTS="$BUILD/tests/tpgraph_gpu_tests"
 [ -x "$TESTS" ] || TESTS="$BUILD/tpgraph_gpu_tests"
 OUT=${OUT:-out}
 mkdir -p "$OUT"
