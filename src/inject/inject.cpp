@@ -326,9 +326,9 @@ std::uint64_t g_reattach_at_ns = 0;
 // --detach-after waits this long after the window's end, so the records of its last launches are back.
 constexpr std::uint64_t kDetachGraceNs = 500'000'000;
 
-// The flush thread's part in a detach (TPGRAPH_INJECT_DETACH_MS): asks for it when its time has
-// come, and subscribes again when the reattach's has. True while CUPTI is not attached: no CUPTI
-// call may be made then (it would attach CUPTI again).
+// The flush thread's part in a detach: asks for it when TPGRAPH_INJECT_DETACH_MS's time has come or
+// --detach-after's window is over, and subscribes again when TPGRAPH_INJECT_REATTACH_MS's has. True while CUPTI is not
+// attached: no CUPTI call may be made then (it would attach CUPTI again).
 bool detach_step(Tracer& tracer) {
   const std::uint64_t now = monotonic_ns();
   const auto request = [&](const char* why) {

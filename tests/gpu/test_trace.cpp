@@ -527,11 +527,23 @@ TEST_CASE("trace: CUPTI detached and attached again (the cost knobs) puts no rec
   const TraceDir dir;
   // About 3 s of replays of 20 µs kernels: detached 0.6 s in, attached again 1.4 s in (the flush
   // thread's 200 ms ticks decide when).
-  REQUIRE(::setenv("TPGRAPH_INJECT_DETACH_MS", "600", 1) == 0);
-  REQUIRE(::setenv("TPGRAPH_INJECT_REATTACH_MS", "1400", 1) == 0);
-  const pid_t pid = spawn_example(dir, {"--replays", "30000", "--kernel-us", "20"});
-  ::unsetenv("TPGRAPH_INJECT_DETACH_MS");
-  ::unsetenv("TPGRAPH_INJECT_REATTACH_MS");
+  // Set for this spawn only (unset however the spawn ends): the later tests trace without them.
+  struct DetachEnv {
+    DetachEnv() {
+      ::setenv("TPGRAPH_INJECT_DETACH_MS", "600", 1);
+      ::setenv("TPGRAPH_INJECT_REATTACH_MS", "1400", 1);
+    }
+    ~DetachEnv() {
+      ::unsetenv("TPGRAPH_INJECT_DETACH_MS");
+      ::unsetenv("TPGRAPH_INJECT_REATTACH_MS");
+    }
+    DetachEnv(const DetachEnv&) = delete;
+    DetachEnv& operator=(const DetachEnv&) = delete;
+  };
+  const pid_t pid = [&] {
+    const DetachEnv env;
+    return spawn_example(dir, {"--replays", "30000", "--kernel-us", "20"});
+  }();
   const int status = wait_exit(pid);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);

@@ -120,11 +120,16 @@ class Comparer {
   std::vector<MetricDiff>& out_;
 };
 
-// Nodes reachable from `node` along the edges (forward), itself included.
-std::vector<bool> reach_of(const LayerGraph& g, int node) {
+// Each node's successors along the edges.
+std::vector<std::vector<int>> successors(const LayerGraph& g) {
   std::vector<std::vector<int>> succ(g.nodes.size());
   for (const auto& e : g.edges) succ[static_cast<std::size_t>(e.from)].push_back(e.to);
-  std::vector<bool> seen(g.nodes.size(), false);
+  return succ;
+}
+
+// Nodes reachable from `node` along the edges (forward), itself included.
+std::vector<bool> reach_of(const std::vector<std::vector<int>>& succ, int node) {
+  std::vector<bool> seen(succ.size(), false);
   std::vector<int> stack{node};
   seen[static_cast<std::size_t>(node)] = true;
   while (!stack.empty()) {
@@ -148,21 +153,18 @@ float ready_at(const NodeSeries& s, std::size_t r) {
                                                        : std::numeric_limits<float>::quiet_NaN();
 }
 
-// Over the steady replays where both ran: the share in which x started first, and whether x and y
-// were ready within kReadyTieUs of each other in most of them.
-std::pair<double, bool> tie_order(const DiffVariant& d, std::size_t x, std::size_t y) {
+// Whether x and y were ready within kReadyTieUs of each other in most steady replays where both ran.
+bool ready_together(const DiffVariant& d, std::size_t x, std::size_t y) {
   const NodeSeries& sx = d.series[x];
   const NodeSeries& sy = d.series[y];
-  std::size_t both = 0, first = 0, tied = 0;
+  std::size_t both = 0, tied = 0;
   for (std::size_t r = d.first_used; r < sx.start_us.size() && r < sy.start_us.size(); ++r) {
     const float rx = ready_at(sx, r), ry = ready_at(sy, r);
     if (std::isnan(rx) || std::isnan(ry)) continue;
     ++both;
-    first += sx.start_us[r] < sy.start_us[r] ? 1 : 0;
     tied += std::abs(rx - ry) <= kReadyTieUs ? 1 : 0;
   }
-  if (both == 0) return {0.5, false};
-  return {static_cast<double>(first) / static_cast<double>(both), 2 * tied > both};
+  return both > 0 && 2 * tied > both;
 }
 
 // Two concurrent nodes on one GPU ready together in most steady replays of both runs: the GPU breaks
@@ -188,6 +190,17 @@ std::vector<signed char> order_of(const DiffVariant& d, std::size_t x, std::size
   return out;
 }
 
+// The share of the steady replays (from `first`) in which the first node started first.
+double first_share(const std::vector<signed char>& order, std::size_t first) {
+  std::size_t known = 0, ahead = 0;
+  for (std::size_t r = first; r < order.size(); ++r)
+    if (order[r] >= 0) {
+      ++known;
+      ahead += static_cast<std::size_t>(order[r]);
+    }
+  return known > 0 ? static_cast<double>(ahead) / static_cast<double>(known) : 0.5;
+}
+
 // The ties of A matched in B; per node of A, the first tie it is after exactly one side of (-1: none).
 std::pair<std::vector<OrderTie>, std::vector<int>> order_ties(const DiffVariant& a, const DiffVariant& b,
                                                               const NodePairs& p) {
@@ -205,6 +218,7 @@ std::pair<std::vector<OrderTie>, std::vector<int>> order_ties(const DiffVariant&
     if (!r.empty()) ready.emplace_back(stats::median(r), i);
   }
   std::sort(ready.begin(), ready.end());
+  const std::vector<std::vector<int>> succ = successors(a.graph);
   for (std::size_t x = 0; x < ready.size(); ++x)
     for (std::size_t y = x + 1; y < ready.size() && ready[y].first - ready[x].first <= kReadyTieUs; ++y) {
       OrderTie t;
@@ -213,16 +227,14 @@ std::pair<std::vector<OrderTie>, std::vector<int>> order_ties(const DiffVariant&
       if (a.graph.nodes[t.u].device != a.graph.nodes[t.v].device) continue;
       t.ub = static_cast<std::size_t>(p.b_of_a[t.u]);
       t.vb = static_cast<std::size_t>(p.b_of_a[t.v]);
-      const auto [pa, tie_a] = tie_order(a, t.u, t.v);
-      const auto [pb, tie_b] = tie_order(b, t.ub, t.vb);
-      if (!tie_a || !tie_b) continue;
-      const std::vector<bool> after_u = reach_of(a.graph, static_cast<int>(t.u));
-      const std::vector<bool> after_v = reach_of(a.graph, static_cast<int>(t.v));
+      if (!ready_together(a, t.u, t.v) || !ready_together(b, t.ub, t.vb)) continue;
+      const std::vector<bool> after_u = reach_of(succ, static_cast<int>(t.u));
+      const std::vector<bool> after_v = reach_of(succ, static_cast<int>(t.v));
       if (after_u[t.v] || after_v[t.u]) continue;  // not concurrent
-      t.a_share = pa;
-      t.b_share = pb;
       t.a_order = order_of(a, t.u, t.v);
       t.b_order = order_of(b, t.ub, t.vb);
+      t.a_share = first_share(t.a_order, a.first_used);
+      t.b_share = first_share(t.b_order, b.first_used);
       ties.push_back(std::move(t));
       for (std::size_t k = 0; k < n; ++k)
         if (after_u[k] != after_v[k] && reached[k] < 0) reached[k] = static_cast<int>(ties.size() - 1);
