@@ -8,7 +8,9 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on the small-shape kernel tests
 #   ncu       Nsight Compute (clocks left alone) of the grouped GEMMs at t=43, 416, 4096: unit-level
 #             sections per kernel; NCU_SET="--set full" adds source counters and a warp-stall summary
-#             of the SASS (scripts/ncu_stalls.py), which the wgmma kernel does not complete
+#             of the SASS (scripts/ncu_stalls.py), which the wgmma kernel does not complete;
+#             NCU_SET="--section WarpStateStats ..." other sections (the stall reasons without the
+#             source pass); NCU_LAUNCHES (default 3: gate, up, down) how many GEMMs are profiled
 #   ncu-chain Nsight Compute (clocks left alone) of the chain's other kernels at t=4096: duration,
 #             DRAM and L2 throughput, occupancy
 #   sass      cuobjdump of the kernels to $OUT/sass.txt, with instruction counts per GEMM kernel
@@ -69,20 +71,25 @@ for step in "${steps[@]}"; do
         # SourceCounters") launched the wgmma kernel and never completed (420 s): the default set
         # is the unit-level one, for the wgmma tiles. One token count per device call (NCU_TOKENS).
         # shellcheck disable=SC2086
-        ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count 3 \
+        ncu --replay-mode application --clock-control none --kernel-name regex:grouped_gemm --launch-count "${NCU_LAUNCHES:-3}" \
           ${NCU_SET:---section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy} \
           -o "/tmp/tpgraph-ncu-$t" -f "$BUILD/tpgraph" bench --tokens "$t" --replays 1 --warmup 0 --no-limits \
           >>"$OUT/ncu.log" 2>&1 || rc=$?
         ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page details >"$OUT/ncu-$t.txt" 2>&1 || rc=$?
+        # Where the warps wait (with WarpStateStats): cycles stalled per issued instruction, by reason.
+        ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page raw 2>/dev/null |
+          grep -E "grouped_gemm|smsp__average_warps?_(issue_stalled|latency_issue_stalled)_[a-z_]+_per_issue_active.ratio" |
+          awk '/grouped_gemm/ {print; next} $NF+0 >= 0.05' >"$OUT/ncu-stalls-raw-$t.txt" || true
         # The source page (with source counters only) is tens of MB: only its summary comes back.
-        if [ -n "${NCU_SET:-}" ]; then
+        if [[ "${NCU_SET:-}" == *full* || "${NCU_SET:-}" == *SourceCounters* ]]; then
           ncu -i "/tmp/tpgraph-ncu-$t.ncu-rep" --page source --csv --print-source sass >"/tmp/tpgraph-ncu-$t.csv" 2>&1 &&
             python3 scripts/ncu_stalls.py "/tmp/tpgraph-ncu-$t.csv" >"$OUT/ncu-stalls-$t.txt" 2>&1 || rc=$?
         fi
       done
-      grep -hE "grouped_gemm|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Registers Per|Block Limit (Reg|Shared)" \
+      grep -hE "grouped_gemm|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|No Eligible|Eligible Warps|Registers Per|Block Limit (Reg|Shared)|Stall|Warp Cycles Per Issued" \
         "$OUT"/ncu-*.txt | head -n 80
-      grep -hs "stalls:" "$OUT"/ncu-stalls-*.txt ;;
+      grep -hs "stalls:" "$OUT"/ncu-stalls-*.txt
+      cut -c1-160 "$OUT"/ncu-stalls-raw-*.txt 2>/dev/null | head -n 60 ;;
     ncu-chain)
       # The first launches of a bench run are the eager chain's: one of each kernel.
       ncu --replay-mode application --clock-control none --kernel-name regex:"gather_quantize|swiglu|quantize_rows|combine" --launch-count 4 \
