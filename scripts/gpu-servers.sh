@@ -2,8 +2,7 @@
 # Issue 30's acceptance on the GPU machine, in one command from the repository root with binaries
 # built elsewhere (B, default build-ci): the server-like example (8 graphs replayed at random) traced
 # with a window, sampling, the flight recorder dumped on SIGUSR1, its own cudaProfilerStart/Stop, an
-# NVTX range and a window after which CUPTI is detached; the overhead outside a window, at --sample
-# 100 and after --detach-after (plain against traced, alternating);
+# NVTX range; the overhead outside a window and at --sample 100 (plain against traced, alternating);
 # the cost of tracing itemised with TPGRAPH_INJECT_COST on the 1 us and 20 us examples and
 # torch.compile; the size limit. RUN_SECONDS (default 60) is how long each server run lasts; the window
 # is at 1/3 of it. Results under $OUT: summary.log (step times, report headers, file sizes, costs)
@@ -50,7 +49,6 @@ trace sample --sample 100 -- "${server[@]}"
 trace profiler --profiler-range -- "${server[@]}" --profile-from "$delay" --profile-for 5
 trace nvtx --nvtx-range step --launches 100 -- "${server[@]}"
 trace full-bounded --max-file-size 64 -- "${server[@]}"
-trace detach-after --delay "$delay" --duration 5 --detach-after -- "${server[@]}"
 # The flight recorder: SIGUSR1 to the traced Python process half-way, then it runs to its end.
 timeout $((SECONDS_RUN * 3 + 120)) "$B/tpgraph" trace --out "$W/flight" --keep-last 200 --dump-on SIGUSR1 -- \
   "${server[@]}" >"$W/flight.log" 2>&1 &
@@ -93,8 +91,6 @@ alternate full-20us "" "${g20[@]}"
 alternate outside-compile "--delay 100000" python3 examples/torch_compile_step.py --steps 3000
 alternate sample-compile "--sample 100" python3 examples/torch_compile_step.py --steps 3000
 alternate full-compile "" python3 examples/torch_compile_step.py --steps 3000
-# --detach-after: the window (the first second, the compile's) is over long before the timed steps.
-alternate detached-compile "--duration 1 --detach-after" python3 examples/torch_compile_step.py --steps 3000
 fi
 
 if want cost; then

@@ -51,7 +51,6 @@ struct TraceOptions {
   // injection library in its environment.
   std::optional<int> delay_s, duration_s, launches, sample, keep_last, max_file_mib;
   bool profiler_range = false;
-  bool detach_after = false;
   std::string nvtx_range;
   std::string dump_on;  // as given
   std::optional<int> dump_signal;
@@ -82,9 +81,6 @@ std::vector<std::pair<std::string, std::string>> recording_environment(const Tra
   if (o.profiler_range && !o.nvtx_range.empty())
     throw InputError("--profiler-range and --nvtx-range exclude each other: pass one");
   if (o.profiler_range) env.emplace_back("TPGRAPH_RANGE", "profiler");
-  if (o.detach_after && !o.duration_s)
-    throw InputError("--detach-after: needs --duration S (CUPTI is let go only once the window is over for good)");
-  if (o.detach_after) env.emplace_back("TPGRAPH_DETACH_AFTER", "1");
   if (!o.nvtx_range.empty()) env.emplace_back("TPGRAPH_RANGE", "nvtx:" + o.nvtx_range);
   if (o.dump_signal) {
     if (!o.keep_last)
@@ -358,9 +354,6 @@ Command add_trace_command(CLI::App& app) {
   add_integer_flag(*cmd, "--delay", opts->delay_s, 0, 1'000'000,
                    "seconds after the process starts before recording begins (CUPTI's activity off until then)");
   add_integer_flag(*cmd, "--duration", opts->duration_s, 1, 1'000'000, "seconds recorded, from the end of --delay");
-  cmd->add_flag("--detach-after", opts->detach_after,
-                "with --duration: detach CUPTI from the program once the window is over, so the rest of its run "
-                "pays no tracing at all (graphs instantiated after it are not seen)");
   add_integer_flag(*cmd, "--launches", opts->launches, 1, std::numeric_limits<int>::max(),
                    "record the first N launches of each graph (in the window), then no more of it");
   cmd->add_flag("--profiler-range", opts->profiler_range,

@@ -319,49 +319,21 @@ std::string start_cupti(Tracer& tracer) {
   return {};
 }
 
-// TPGRAPH_INJECT_DETACH_MS and TPGRAPH_INJECT_REATTACH_MS: when CUPTI is to be detached, and
-// subscribed again (0: never), on the monotonic clock. Only the flush thread reads them.
+// TPGRAPH_INJECT_DETACH_MS: when CUPTI is to be detached (0: never), on the monotonic clock. Only the
+// flush thread reads it.
 std::uint64_t g_detach_at_ns = 0;
-std::uint64_t g_reattach_at_ns = 0;
-// --detach-after waits this long after the window's end, so the records of its last launches are back.
-constexpr std::uint64_t kDetachGraceNs = 500'000'000;
 
-// The flush thread's part in a detach: asks for it when TPGRAPH_INJECT_DETACH_MS's time has come or
-// --detach-after's window is over, and subscribes again when TPGRAPH_INJECT_REATTACH_MS's has. True while CUPTI is not
-// attached: no CUPTI call may be made then (it would attach CUPTI again).
+// The flush thread's part in a detach: asks for it once TPGRAPH_INJECT_DETACH_MS's time has come.
+// True while CUPTI is not attached: no CUPTI call may be made then (it would attach CUPTI again).
 bool detach_step(Tracer& tracer) {
-  const std::uint64_t now = monotonic_ns();
-  const auto request = [&](const char* why) {
-    if (tracer.attachment.load() != Tracer::Attachment::attached) return;
-    tracer.detach_reason = why;
-    tracer.attachment.store(Tracer::Attachment::detach_requested);
-  };
-  if (g_detach_at_ns != 0 && now >= g_detach_at_ns) {
+  if (g_detach_at_ns != 0 && monotonic_ns() >= g_detach_at_ns) {
     g_detach_at_ns = 0;
-    request("TPGRAPH_INJECT_DETACH_MS, a cost measurement");
+    if (tracer.attachment.load() == Tracer::Attachment::attached) {
+      tracer.detach_reason = "TPGRAPH_INJECT_DETACH_MS, a cost measurement";
+      tracer.attachment.store(Tracer::Attachment::detach_requested);
+    }
   }
-  // --detach-after: the window is over for good, and the records of its last launches have had
-  // kDetachGraceNs to come back.
-  if (tracer.recorder != nullptr && tracer.recorder->options().detach_after &&
-      tracer.attachment.load() == Tracer::Attachment::attached) {
-    const std::uint64_t cupti_now = now_ns();  // the recorder's clock
-    if (cupti_now > kDetachGraceNs && tracer.recorder->over(cupti_now - kDetachGraceNs))
-      request("--detach-after: the window is over for good; the rest of the run paid no subscriber");
-  }
-  if (tracer.attachment.load() == Tracer::Attachment::attached) return false;
-  if (tracer.attachment.load() != Tracer::Attachment::detached || g_reattach_at_ns == 0 || now < g_reattach_at_ns)
-    return true;
-  g_reattach_at_ns = 0;
-  tracer.attach_epoch.fetch_add(1);
-  clock_from_cupti();
-  const std::string failure = start_cupti(tracer);
-  if (!failure.empty()) {
-    tracer.note("attaching CUPTI again failed (TPGRAPH_INJECT_REATTACH_MS): " + failure);
-    return true;
-  }
-  tracer.attachment.store(Tracer::Attachment::attached);
-  tracer.note("CUPTI was attached again (TPGRAPH_INJECT_REATTACH_MS, a cost measurement)");
-  return false;
+  return tracer.attachment.load() != Tracer::Attachment::attached;
 }
 
 // Hands CUPTI's buffers back every `period_ms`: a detached thread that ends when the tracer does.
@@ -435,11 +407,7 @@ void configure(Tracer& tracer) {
   if (const auto detach_ms = env_number("TPGRAPH_INJECT_DETACH_MS", 0, 24ull * 3600 * 1000); detach_ms > 0) {
     // The flush thread asks for the detach; a window or sampling would call CUPTI after it.
     if (options.records_everything() && env_number("TPGRAPH_INJECT_FLUSH_MS", kDefaultFlushMs, 60000) > 0) {
-      const std::uint64_t start = monotonic_ns();
-      g_detach_at_ns = start + detach_ms * 1'000'000ull;
-      if (const auto reattach_ms = env_number("TPGRAPH_INJECT_REATTACH_MS", 0, 24ull * 3600 * 1000);
-          reattach_ms > detach_ms)
-        g_reattach_at_ns = start + reattach_ms * 1'000'000ull;
+      g_detach_at_ns = monotonic_ns() + detach_ms * 1'000'000ull;
     } else {
       tracer.note("TPGRAPH_INJECT_DETACH_MS is taken only when everything is recorded and the flush thread runs");
     }

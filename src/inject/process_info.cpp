@@ -71,8 +71,6 @@ void clock_without_cupti() noexcept {
   g_clock_without_cupti.store(true, std::memory_order_release);
 }
 
-void clock_from_cupti() noexcept { g_clock_without_cupti.store(false, std::memory_order_release); }
-
 // Who else may hold CUPTI: the error and the hints the environment and the loaded libraries give.
 std::string other_tool_hint() {
   std::vector<std::string> hints;

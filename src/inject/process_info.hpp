@@ -18,9 +18,8 @@ std::string host_name();
 // read from CLOCK_MONOTONIC, shifted by the difference measured at the detach: a CUPTI call then
 // would attach CUPTI again.
 std::uint64_t now_ns();
-// Before cuptiFinalize: from now on now_ns() asks no CUPTI. After a new subscription: it asks again.
+// Before cuptiFinalize: from now on now_ns() asks no CUPTI.
 void clock_without_cupti() noexcept;
-void clock_from_cupti() noexcept;
 // Who else may hold CUPTI: hints from the environment and the loaded libraries.
 std::string other_tool_hint();
 // TPGRAPH_INJECT_VERBOSE is set: diagnostics on stderr.

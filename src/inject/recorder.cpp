@@ -43,10 +43,6 @@ recording::Options recording_options_from_env(std::vector<std::string>& problems
       problems.push_back("TPGRAPH_RANGE=" + text + " is neither profiler nor nvtx:NAME: ignored");
     }
   }
-  if (const char* v = std::getenv("TPGRAPH_DETACH_AFTER"); v != nullptr && std::string_view(v) == "1") {
-    if (o.duration_ns > 0) o.detach_after = true;
-    else problems.emplace_back("TPGRAPH_DETACH_AFTER=1 needs a duration (TPGRAPH_DURATION_MS): ignored");
-  }
   if (const auto v = env_whole("TPGRAPH_DUMP_ON", problems))
     o.dump_on = *v == SIGUSR1 ? "SIGUSR1" : *v == SIGUSR2 ? "SIGUSR2" : "signal " + std::to_string(*v);
   return o;
@@ -101,11 +97,6 @@ void Recorder::tick(std::uint64_t now_ns) {
   const std::lock_guard guard(window_mutex_);
   window_.tick(now_ns);
   set_activity_locked(window_.activity_between_launches());
-}
-
-bool Recorder::over(std::uint64_t now_ns) {
-  const std::lock_guard guard(window_mutex_);
-  return window_.over(now_ns);
 }
 
 void Recorder::add_recorded(std::uint32_t correlation_id) {

@@ -49,8 +49,6 @@ class Recorder {
   // A range opened or closed: whether the window is open after it (NVTX ranges are recorded then).
   bool nvtx(std::string_view name, bool open, std::uint64_t now_ns);
   void tick(std::uint64_t now_ns);
-  // --detach-after: the window can never open again at `now_ns` (recording::Window::over).
-  [[nodiscard]] bool over(std::uint64_t now_ns);
 
   // The correlation id of a recorded launch (the runtime call's and its driver call's).
   void add_recorded(std::uint32_t correlation_id);

@@ -380,25 +380,12 @@ void Tracer::on_exec_kernel_set(CUgraphExec exec, CUgraphNode node, CUfunction f
   write_graph_locked(e, topology, e.clones);
 }
 
-namespace {
-
-// No launch under way on the thread, in attach epoch `epoch`.
-ThreadLaunch fresh_launch(std::uint32_t epoch) {
-  ThreadLaunch t;
-  t.attach_epoch = epoch;
-  return t;
-}
-
-}  // namespace
-
 void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& data, CUgraphExec exec) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   ThreadLaunch& t = t_launch;
-  const std::uint32_t epoch = attach_epoch.load(std::memory_order_relaxed);
-  if (t.attach_epoch != epoch) t = fresh_launch(epoch);  // begun before CUPTI was attached again
   if (data.callbackSite == CUPTI_API_ENTER) {
     if (runtime) {
-      t = fresh_launch(epoch);
+      t = ThreadLaunch{};
       t.in_runtime = true;
       t.pending.runtime_correlation = data.correlationId;
     } else if (t.in_runtime) {
@@ -406,7 +393,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
       if (recorder != nullptr && t.pending.record) recorder->add_recorded(data.correlationId);
       return;
     } else {
-      t = fresh_launch(epoch);
+      t = ThreadLaunch{};
       t.in_driver = true;
       t.pending.driver_correlation = data.correlationId;
     }
@@ -440,7 +427,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   if (runtime ? !t.in_runtime : (t.in_runtime || !t.in_driver)) return;
   t.pending.launch.host_end_ns = now_ns();
   PendingLaunch done = t.pending;
-  t = fresh_launch(epoch);
+  t = ThreadLaunch{};
   if (recorder != nullptr) recorder->launch_exit();
   const std::lock_guard state(state_mutex_);
   ++launches_seen_;
@@ -460,8 +447,25 @@ void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
     return;
   Attachment requested = Attachment::detach_requested;
   if (!attachment.compare_exchange_strong(requested, Attachment::detaching)) return;
-  (void)cuptiActivityFlushAll(0);  // the records of launches that completed
+  // The activity kinds off, every context synchronized (once, on the program's thread) so that no
+  // work runs whose records CUPTI still writes, the records flushed, the callbacks unsubscribed,
+  // then cuptiFinalize. Even so, the graphs a PyTorch server had launched while records were on
+  // failed at their next launches ("unspecified launch failure", H100, driver 580): docs/trace.md.
+  for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
+  std::vector<CUcontext> contexts;
+  {
+    const std::lock_guard state(state_mutex_);
+    contexts = contexts_;
+  }
+  for (CUcontext c : contexts) {
+    if (cuCtxPushCurrent(c) != CUDA_SUCCESS) continue;
+    (void)cuCtxSynchronize();
+    CUcontext popped = nullptr;
+    (void)cuCtxPopCurrent(&popped);
+  }
+  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // nothing runs: every record has its end
   clock_without_cupti();
+  if (subscriber != nullptr) (void)cuptiUnsubscribe(subscriber);
   const CUptiResult s = cuptiFinalize();
   subscriber = nullptr;
   attachment.store(Attachment::detached);

@@ -54,7 +54,6 @@ struct PendingLaunch {
 struct ThreadLaunch {
   bool in_runtime = false;
   bool in_driver = false;
-  std::uint32_t attach_epoch = 0;  // the tracer's attach epoch when the launch began
   PendingLaunch pending;
 };
 
@@ -120,18 +119,15 @@ class Tracer {
   // TPGRAPH_INJECT_COST=no-write: records decoded and interned but not written (the writer's share).
   bool discard_records = false;
 
-  // TPGRAPH_INJECT_DETACH_MS (a cost measurement): CUPTI detached from the process once that long
-  // has passed, to measure what the program pays once no subscriber is left. The flush thread asks
-  // (requested); the next graph launch's outermost API exit detaches, as CUPTI asks of cuptiFinalize;
-  // from then on nothing of tpgraph calls CUPTI (a CUPTI call would attach it again).
-  // TPGRAPH_INJECT_REATTACH_MS (with it): CUPTI subscribed again from the flush thread that long
-  // after the start, to learn whether a window could detach CUPTI while closed and attach it again.
-  // Each attach starts an epoch: a launch that began in an earlier one (its exit callback was lost
-  // with the subscription) is dropped, not finished with a later call's times.
+  // TPGRAPH_INJECT_DETACH_MS (a cost measurement, never set by `trace`): CUPTI detached from the
+  // process once that long has passed, to measure what the program pays once no subscriber is left.
+  // The flush thread asks (requested); the next graph launch's outermost API exit detaches, as CUPTI
+  // asks of cuptiFinalize; from then on nothing of tpgraph calls CUPTI (a CUPTI call would attach it
+  // again). Not safe for every program: a PyTorch server's next graph launches after it failed with
+  // "unspecified launch failure" (docs/trace.md, "Why CUPTI stays attached").
   // detaching: the flush and cuptiFinalize are under way on the thread that won the request.
   enum class Attachment { attached, detach_requested, detaching, detached };
   std::atomic<Attachment> attachment{Attachment::attached};
-  std::atomic<std::uint32_t> attach_epoch{0};
   // Why the detach was asked for (the note it leaves), set before the request.
   std::string detach_reason;
   // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.

@@ -521,28 +521,22 @@ TEST_CASE("trace: a graph launched from the device is named, and its unseen work
   }
 }
 
-TEST_CASE("trace: CUPTI detached and attached again (the cost knobs) puts no record on another node",
+TEST_CASE("trace: CUPTI detached (the cost knob): the records before it are whole, none after, the program runs on",
           "[gpu][trace][detach]") {
   if (!have_example()) TRACE_SKIP("the examples are not built (TPGRAPH_BUILD_EXAMPLES=OFF): nothing to trace");
   const TraceDir dir;
-  // About 3 s of replays of 20 µs kernels: detached 0.6 s in, attached again 1.4 s in (the flush
-  // thread's 200 ms ticks decide when).
-  // Set for this spawn only (unset however the spawn ends): the later tests trace without them.
+  // About 3 s of replays of 20 µs kernels, detached 0.6 s in (the flush thread's 200 ms ticks decide
+  // when). Set for this spawn only (unset however the spawn ends): the later tests trace without it.
   struct DetachEnv {
-    DetachEnv() {
-      ::setenv("TPGRAPH_INJECT_DETACH_MS", "600", 1);
-      ::setenv("TPGRAPH_INJECT_REATTACH_MS", "1400", 1);
-    }
-    ~DetachEnv() {
-      ::unsetenv("TPGRAPH_INJECT_DETACH_MS");
-      ::unsetenv("TPGRAPH_INJECT_REATTACH_MS");
-    }
+    DetachEnv() { ::setenv("TPGRAPH_INJECT_DETACH_MS", "600", 1); }
+    ~DetachEnv() { ::unsetenv("TPGRAPH_INJECT_DETACH_MS"); }
     DetachEnv(const DetachEnv&) = delete;
     DetachEnv& operator=(const DetachEnv&) = delete;
   };
+  constexpr int kReplays = 30000;
   const pid_t pid = [&] {
     const DetachEnv env;
-    return spawn_example(dir, {"--replays", "30000", "--kernel-us", "20"});
+    return spawn_example(dir, {"--replays", std::to_string(kReplays), "--kernel-us", "20"});
   }();
   const int status = wait_exit(pid);
   REQUIRE(WIFEXITED(status));
@@ -554,15 +548,11 @@ TEST_CASE("trace: CUPTI detached and attached again (the cost knobs) puts no rec
   for (const auto& n : f.notes) notes += n + "\n";
   INFO("notes:\n" << notes);
   CHECK(f.complete);
-  const auto noted = [&](std::string_view what) {
-    return std::any_of(f.notes.begin(), f.notes.end(), [&](const std::string& n) { return n.find(what) == 0; });
-  };
-  REQUIRE(noted("CUPTI was detached"));
-  REQUIRE(noted("CUPTI was attached again"));
-  // Every graph record lands on a node of its own kind and name, before the detach and after.
+  REQUIRE(std::any_of(f.notes.begin(), f.notes.end(),
+                      [](const std::string& n) { return n.starts_with("CUPTI was detached"); }));
+  // Every graph record lands on a node of its own kind and name.
   const auto index = tpgraph::trace_merge::index_process(f);
   std::map<std::uint32_t, int> per_launch;
-  std::vector<std::uint64_t> starts;
   for (const auto& r : f.records) {
     if (r.graph_node_id == 0) continue;
     const GraphNodeInfo* n = node_of(f, index, r.graph_node_id);
@@ -571,20 +561,10 @@ TEST_CASE("trace: CUPTI detached and attached again (the cost knobs) puts no rec
     CHECK(n->type == expected_type(r.kind));
     if (r.kind == ActivityKind::kernel) CHECK(n->name == r.name.str());
     ++per_launch[r.correlation_id];
-    starts.push_back(r.start_ns);
   }
-  // A gap of at least half a second (detached), with records on both sides of it.
-  std::sort(starts.begin(), starts.end());
-  std::size_t gap_at = 0;
-  std::uint64_t gap = 0;
-  for (std::size_t i = 1; i < starts.size(); ++i)
-    if (starts[i] - starts[i - 1] > gap) {
-      gap = starts[i] - starts[i - 1];
-      gap_at = i;
-    }
-  CHECK(gap > 500'000'000ull);
-  CHECK(starts.size() - gap_at > 1000);
-  // Launches whose records were cut by the detach: at most the one in flight then.
+  // Recorded up to the detach (0.6 s of a ~3 s run), whole: every launch's six records.
+  CHECK(per_launch.size() > 1000);
+  CHECK(per_launch.size() < static_cast<std::size_t>(kReplays) / 2);
   const auto whole = std::count_if(per_launch.begin(), per_launch.end(), [](const auto& l) { return l.second == 6; });
-  CHECK(per_launch.size() - static_cast<std::size_t>(whole) <= 2);
+  CHECK(per_launch.size() - static_cast<std::size_t>(whole) <= 1);
 }

@@ -83,24 +83,6 @@ TEST_CASE("--delay and --duration open the window late and close it on time", "[
   CHECK(w.counts().at(1).recorded == 3);
 }
 
-TEST_CASE("a window with a duration is over for good once it has passed; without one it never is", "[recording]") {
-  Options o;
-  o.delay_ns = 20 * kSecond;
-  o.duration_ns = 5 * kSecond;
-  o.detach_after = true;
-  const Window w(o, kStart);
-  CHECK_FALSE(w.over(kStart));
-  CHECK_FALSE(w.over(kStart + 24 * kSecond));
-  CHECK(w.over(kStart + 25 * kSecond));
-  CHECK(w.over(kStart + 3600 * kSecond));
-  CHECK(o.describe() == "window from 20 s after start for 5 s; CUPTI detached once the window is over");
-  Options forever;
-  forever.delay_ns = 20 * kSecond;
-  forever.detach_after = true;  // without a duration: never over, and nothing said of a detach
-  CHECK_FALSE(Window(forever, kStart).over(kStart + 3600 * kSecond));
-  CHECK(forever.describe() == "window from 20 s after start");
-}
-
 TEST_CASE("the clock alone opens and closes the window, without a launch", "[recording]") {
   Options o;
   o.delay_ns = 2 * kSecond;

@@ -176,7 +176,7 @@ TEST_CASE("trace passes the recording flags to the program's environment", "[tra
   Folder out;
   const fs::path env = fs::temp_directory_path() / ("tpgraph-trace-env-" + std::to_string(::getpid()));
   const Outcome o = trace(
-      "--delay 20 --duration 5 --detach-after --launches 7 --sample 100 --keep-last 200 --dump-on SIGUSR1 "
+      "--delay 20 --duration 5 --launches 7 --sample 100 --keep-last 200 --dump-on SIGUSR1 "
       "--max-file-size 10 --nvtx-range execute_model --out '" +
       out.path.string() + "' -- sh -c 'env > \"" + env.string() + "\"'");
   INFO(o.text);
@@ -186,7 +186,6 @@ TEST_CASE("trace passes the recording flags to the program's environment", "[tra
   fs::remove(env);
   CHECK(has(text, "TPGRAPH_DELAY_MS=20000\n"));
   CHECK(has(text, "TPGRAPH_DURATION_MS=5000\n"));
-  CHECK(has(text, "TPGRAPH_DETACH_AFTER=1\n"));
   CHECK(has(text, "TPGRAPH_LAUNCHES=7\n"));
   CHECK(has(text, "TPGRAPH_SAMPLE=100\n"));
   CHECK(has(text, "TPGRAPH_KEEP_LAST=200\n"));
@@ -214,5 +213,4 @@ TEST_CASE("trace refuses recording flags it cannot honour, in one line, before t
   refused("--dump-on SIGUSR1", "needs --keep-last");
   refused("--profiler-range --nvtx-range step", "exclude each other");
   refused("--nvtx-range ''", "--nvtx-range");
-  refused("--delay 5 --detach-after", "--detach-after: needs --duration");
 }

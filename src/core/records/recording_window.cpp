@@ -24,7 +24,6 @@ std::string Options::describe() const {
   if (keep_last > 0)
     parts.push_back(fmt::format("flight recorder: the last {} launches of each graph, written at exit{}", keep_last,
                                 dump_on.empty() ? std::string() : ", crash or " + dump_on));
-  if (detach_after && duration_ns > 0) parts.emplace_back("CUPTI detached once the window is over");
   if (parts.empty()) return "everything";
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
@@ -108,10 +107,6 @@ LaunchDecision Window::launch(std::uint32_t exec, std::uint64_t now_ns) {
   }
   d.activity = d.record || activity_between_launches();
   return d;
-}
-
-bool Window::over(std::uint64_t now_ns) const {
-  return options_.duration_ns > 0 && now_ns >= start_ns_ + options_.delay_ns + options_.duration_ns;
 }
 
 bool Window::activity_between_launches() const {

@@ -36,9 +36,6 @@ struct Options {
   std::uint32_t sample_every = 1;  // 1: every launch
   std::uint32_t keep_last = 0;     // flight recorder: launches kept per graph (0: write as recorded)
   std::string dump_on;             // flight recorder: the signal that writes it ("SIGUSR1"), "" none
-  // `trace --detach-after`: once the window is over for good (its --duration passed), CUPTI is
-  // detached from the process, so the rest of the run pays no subscriber (docs/trace.md).
-  bool detach_after = false;
 
   // No window, no sampling, no flight recorder: record everything as it comes (the default).
   [[nodiscard]] bool records_everything() const {
@@ -94,9 +91,6 @@ class Window {
   // Activity between launches (also right after a launch call returns).
   [[nodiscard]] bool activity_between_launches() const;
   [[nodiscard]] bool open() const { return open_; }
-  // The window can never open again at `now_ns`: its time gate has closed for good (a duration was
-  // set and has passed). False without a duration.
-  [[nodiscard]] bool over(std::uint64_t now_ns) const;
 
   // Transitions since the last call, oldest first.
   [[nodiscard]] std::vector<WindowEvent> take_events();
