@@ -395,7 +395,7 @@ void install_signal_handlers() {
 // The knobs of the environment, and the recorder when `trace` asked for less than everything: built
 // before CUPTI can call back, applied (activity off outside the window) once CUPTI is started.
 void configure(Tracer& tracer) {
-  tracer.max_record_bytes = env_number("TPGRAPH_MAX_FILE_BYTES", tracer.max_record_bytes, ~std::uint64_t{0});
+  tracer.writer.set_limit(env_number("TPGRAPH_MAX_FILE_BYTES", Tracer::kDefaultMaxFileBytes, ~std::uint64_t{0}));
   g_cost = cost_mode_from_env();
   tracer.origins = env_number("TPGRAPH_INJECT_ORIGIN", 1, 1) == 1;
   tracer.discard_records = g_cost == CostMode::no_write;

@@ -68,6 +68,7 @@ bool RecordWriter::open(const std::string& trace_dir, const std::string& host, s
     ::close(fd_.exchange(-1));
     return false;
   }
+  bytes_ = tracefile::file_header().size();
   return true;
 }
 
@@ -77,9 +78,22 @@ bool RecordWriter::write(std::string_view chunk) {
   return write_locked(chunk);
 }
 
-bool RecordWriter::write_locked(std::string_view chunk) {
+bool RecordWriter::write_end(std::string_view chunk) {
   if (!ours()) return false;
-  if (write_all(fd_, chunk)) return true;
+  const std::lock_guard guard(mutex_);
+  return write_locked(chunk, true);
+}
+
+bool RecordWriter::write_locked(std::string_view chunk, bool past_limit) {
+  if (!ours()) return false;
+  if (!past_limit && bytes_.load() + chunk.size() > limit_.load()) {
+    refused_.fetch_add(1);
+    return false;
+  }
+  if (write_all(fd_, chunk)) {
+    bytes_.fetch_add(chunk.size());
+    return true;
+  }
   ::close(fd_.exchange(-1));
   return false;
 }

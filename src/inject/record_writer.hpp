@@ -37,8 +37,19 @@ class RecordWriter {
   bool open(const std::string& trace_dir, const std::string& host, std::string* error);
 
   // Writes one ready chunk (tracefile::chunk and friends). False once the file is closed, not
-  // ours (a forked child) or a write failed; the first failure closes the file.
+  // ours (a forked child) or a write failed; the first failure closes the file. False also, with the
+  // file left open and nothing written, for a chunk that would take the file past its limit.
   bool write(std::string_view chunk);
+  // The footer: written past the limit (a few dozen bytes), so a bounded file still reads as complete.
+  bool write_end(std::string_view chunk);
+
+  // The most bytes the file may hold (`trace --max-file-size`); no limit until set.
+  void set_limit(std::uint64_t bytes) noexcept { limit_.store(bytes); }
+  [[nodiscard]] std::uint64_t limit() const noexcept { return limit_.load(); }
+  // Bytes in the file: the header and every chunk written.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_.load(); }
+  // Chunks refused at the limit.
+  [[nodiscard]] std::uint64_t refused() const noexcept { return refused_.load(); }
 
   // For a caller that writes several chunks that must stay in order (a name before the records
   // that use it): hold this lock across the writes through write_locked.
@@ -46,7 +57,7 @@ class RecordWriter {
   [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
   // The same, without waiting (a signal handler's flush: this thread may hold it already).
   [[nodiscard]] std::unique_lock<std::mutex> try_lock() { return std::unique_lock(mutex_, std::try_to_lock); }
-  bool write_locked(std::string_view chunk);
+  bool write_locked(std::string_view chunk, bool past_limit = false);
 
   // The file is open and this is the process that opened it.
   [[nodiscard]] bool ours() const noexcept { return fd_.load() >= 0 && owner_.load() == ::getpid(); }
@@ -62,6 +73,9 @@ class RecordWriter {
   std::atomic<int> fd_{-1};
   std::atomic<pid_t> owner_{0};
   std::string path_;
+  std::atomic<std::uint64_t> limit_{~std::uint64_t{0}};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::uint64_t> refused_{0};
 };
 
 }  // namespace tpgraph::inject

@@ -139,7 +139,27 @@ std::string Recorder::counts_chunk() {
     const std::lock_guard guard(filter_mutex_);
     filtered = filtered_;
   }
-  return tracefile::recording_counts_chunk(counts, filtered, flight_.launches_evicted());
+  std::uint64_t evicted = 0;
+  {
+    const std::lock_guard guard(flight_mutex_);
+    evicted = flight_.launches_evicted();
+  }
+  return tracefile::recording_counts_chunk(counts, filtered, evicted);
+}
+
+void Recorder::flight_add_records(const std::vector<tracefile::WireRecord>& records) {
+  const std::lock_guard guard(flight_mutex_);
+  flight_.add_records(records);
+}
+
+void Recorder::flight_add_launch(const tracefile::WireLaunch& launch) {
+  const std::lock_guard guard(flight_mutex_);
+  flight_.add_launch(launch);
+}
+
+recording::FlightRecorder::Dump Recorder::flight_take() {
+  const std::lock_guard guard(flight_mutex_);
+  return flight_.take();
 }
 
 }  // namespace tpgraph::inject

@@ -57,8 +57,11 @@ class Recorder {
   [[nodiscard]] std::vector<bool> keep(const std::vector<tracefile::WireRecord>& records);
 
   [[nodiscard]] bool keeps_last() const { return options_.keep_last > 0; }
-  // The flight recorder, under the tracer's state lock.
-  recording::FlightRecorder& flight() { return flight_; }
+  // The flight recorder, behind a lock of its own: the flush thread adds a buffer's records without
+  // holding the tracer's state lock, which the program's launch callbacks take.
+  void flight_add_records(const std::vector<tracefile::WireRecord>& records);
+  void flight_add_launch(const tracefile::WireLaunch& launch);
+  [[nodiscard]] recording::FlightRecorder::Dump flight_take();
 
   // Window transitions since the last call, as recording chunks.
   [[nodiscard]] std::string take_event_chunks();
@@ -79,7 +82,8 @@ class Recorder {
   std::mutex filter_mutex_;
   recording::RecordedLaunches recorded_;
   std::uint64_t filtered_ = 0;
-  recording::FlightRecorder flight_;  // guarded by the tracer's state lock
+  std::mutex flight_mutex_;  // guards flight_; taken after the tracer's state lock, never before
+  recording::FlightRecorder flight_;
   SelfCostMeter& cost_;
 };
 

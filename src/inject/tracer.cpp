@@ -90,20 +90,28 @@ std::size_t Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
       ++graph_records;
     }
 
-  // In a fatal signal's flush this thread may already hold the lock (it crashed inside the
-  // library): the buffer is then dropped rather than deadlock a dying process.
-  std::unique_lock state(state_mutex_, std::defer_lock);
-  if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return decoded;
+  // The names are interned under a lock of their own, held until the chunks are written (a name
+  // before the records that use it); the state lock, which every launch callback of the program
+  // takes, only for the launches. In a fatal signal's flush this thread may already hold a lock (it
+  // crashed inside the library): the buffer is then dropped rather than deadlock a dying process.
+  std::unique_lock names_lock(names_mutex_, std::defer_lock);
+  if (t_signal_flush ? !names_lock.try_lock() : (names_lock.lock(), false)) return decoded;
   if (finished_.load()) return decoded;
   std::string names;
   for (std::size_t i = 0; i < records.size(); ++i) records[i].name_id = intern_locked(record_names[i], names);
   if (!writer.ours()) return decoded;
   if (recorder != nullptr && recorder->keeps_last()) {
     // The flight recorder holds the records; the names go out now (a dump's records need them).
-    if (names.empty() || write_records_locked({}, names, 0)) recorder->flight().add_records(records);
+    if (names.empty() || write_records_locked({}, names, 0)) recorder->flight_add_records(records);
+    names_lock.unlock();
+    std::unique_lock state(state_mutex_, std::defer_lock);
+    if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return decoded;
     write_launches_locked(graph_correlations, false);
     return decoded;
   }
+  std::unique_lock state(state_mutex_, std::defer_lock);
+  if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return decoded;
+  if (finished_.load()) return decoded;
   if (!admit_records_locked(names.size() + records.size() * sizeof(WireRecord))) return decoded;
   std::string launches = launches_chunk_locked(graph_correlations, false);
   if (discard_records) {
@@ -124,22 +132,32 @@ std::size_t Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
   return decoded;
 }
 
+namespace {
+
+// Room kept below the file's limit for what follows the last records: the launches still held, NVTX
+// closes, notes, the counts and the footer.
+std::uint64_t end_reserve(std::uint64_t limit) {
+  return std::clamp(limit / 16, std::uint64_t{64} << 10, std::uint64_t{16} << 20);
+}
+
+}  // namespace
+
 bool Tracer::admit_records_locked(std::uint64_t bytes) {
   if (limit_reached.load()) return false;
-  if (record_bytes_ + bytes > max_record_bytes) {
+  const std::uint64_t limit = writer.limit();
+  if (writer.bytes() + bytes + end_reserve(limit) > limit) {
     // Bounded always: past the limit nothing more is recorded, the note says where it stopped, and
     // the flush thread switches CUPTI's activity off so the program runs at its own speed.
     if (!limit_reached.exchange(true)) {
       const std::uint64_t at = now_ns();
-      note("limit: the record file reached " + std::to_string(record_bytes_) + " bytes of records, the limit (" +
-           std::to_string(max_record_bytes) + ", --max-file-size): recording stopped at " + std::to_string(at) +
-           " ns; later work is not in the file");
+      note("limit: the record file reached " + std::to_string(writer.bytes()) + " bytes, within " +
+           std::to_string(end_reserve(limit)) + " kept for its end of the limit (" + std::to_string(limit) +
+           ", --max-file-size): recording stopped at " + std::to_string(at) + " ns; later work is not in the file");
       (void)writer.write(tracefile::recording_event_chunk("limit", at, "--max-file-size"));
     }
     quiet.store(true);
     return false;
   }
-  record_bytes_ += bytes;
   return true;
 }
 
@@ -160,7 +178,7 @@ bool Tracer::write_records_locked(const std::vector<WireRecord>& records, const 
 
 void Tracer::dump_flight_locked(const std::string& why) {
   if (recorder == nullptr || !recorder->keeps_last()) return;
-  recording::FlightRecorder::Dump dump = recorder->flight().take();
+  recording::FlightRecorder::Dump dump = recorder->flight_take();
   // In chunks of 64 Ki records: a chunk stays far below the reader's limit whatever N and the graphs.
   constexpr std::size_t kPerChunk = std::size_t{1} << 16;
   std::uint64_t graph_records = 0;
@@ -215,7 +233,7 @@ std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t
   }
   undecided_.clear();
   if (recorder != nullptr && recorder->keeps_last()) {
-    for (const WireLaunch& w : out) recorder->flight().add_launch(w);
+    for (const WireLaunch& w : out) recorder->flight_add_launch(w);
     return {};
   }
   return tracefile::launches_chunk(out);

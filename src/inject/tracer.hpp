@@ -69,9 +69,10 @@ class Tracer {
   std::atomic<bool> quiet{false};
   CUpti_SubscriberHandle subscriber = nullptr;
   bool verbose_ = false;  // TPGRAPH_INJECT_VERBOSE: diagnostics on stderr
-  // Records and names written at most (TPGRAPH_MAX_FILE_BYTES, `trace --max-file-size`); past it
-  // recording stops (limit_reached) and says so.
-  std::uint64_t max_record_bytes = std::uint64_t{4} << 30;
+  // The file's size at most (TPGRAPH_MAX_FILE_BYTES, `trace --max-file-size`), held by the writer:
+  // records stop once the file is within the end's reserve of it (limit_reached, said in a note),
+  // and the writer refuses any chunk past it but the footer.
+  static constexpr std::uint64_t kDefaultMaxFileBytes = std::uint64_t{4} << 30;
   std::atomic<bool> limit_reached{false};
   // Built only when `trace` asked for less than everything (a window, sampling, the flight recorder).
   std::unique_ptr<Recorder> recorder;
@@ -147,16 +148,19 @@ class Tracer {
   bool admit_records_locked(std::uint64_t bytes);
   // Writes what the flight recorder holds, and a dump event naming `why`.
   void dump_flight_locked(const std::string& why);
-  // Records (and the names before them) within max_record_bytes; false once the limit is reached.
+  // Records (and the names before them) within the file's limit; false once the limit is reached.
   bool write_records_locked(const std::vector<WireRecord>& records, const std::string& names,
                             std::uint64_t graph_records);
   // The NVTX log's entries since the last call, as a chunk (under the state lock: never after the
   // footer). `wait` false: the log's lock is only tried (the signal flush).
   void write_nvtx_locked(bool wait);
 
-  std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
+  // Guards the names; taken before the state lock and the writer's, never after (on_buffer holds it
+  // from interning a buffer's names until its chunks are written).
+  std::mutex names_mutex_;
   std::unordered_map<std::string, std::uint32_t> names_;      // written name -> id
   std::unordered_map<std::string, std::uint32_t> id_of_raw_;  // name as CUPTI gives it -> id
+  std::mutex state_mutex_;  // guards the members below; taken before the writer's lock, never after
   // What the library knows of each live executable graph: its number, its version and what its
   // last graph chunk said, so an update can be written as the next version.
   struct ExecState {
@@ -184,7 +188,6 @@ class Tracer {
   std::vector<PendingLaunch> undecided_;
   CarriedId carried_ = CarriedId::unknown;
   std::uint64_t records_written_ = 0;
-  std::uint64_t record_bytes_ = 0;  // names and records written (the file's bulk)
   std::uint64_t graph_records_ = 0;
   std::uint64_t launches_seen_ = 0;
   std::uint64_t launches_recorded_ = 0;

@@ -94,11 +94,16 @@ void Tracer::finish() noexcept {
                      static_cast<unsigned long long>(nested_same_id_),
                      static_cast<unsigned long long>(nested_other_id_));
       (void)writer.write(tracefile::self_cost_chunk(cost.totals(launches_seen_)));
+      if (const std::uint64_t refused = writer.refused(); refused > 0)
+        (void)writer.write_end(tracefile::chunk(
+            ChunkType::note, "limit: " + std::to_string(refused) +
+                                 " chunks were left out at the file's limit (--max-file-size): launches, NVTX "
+                                 "ranges or notes written after the records stopped"));
       json footer;
       footer["records"] = records_written_;
       footer["dropped"] = static_cast<std::uint64_t>(dropped);
       footer["end_ns"] = now_ns();
-      (void)writer.write(tracefile::chunk(ChunkType::footer, footer.dump()));
+      (void)writer.write_end(tracefile::chunk(ChunkType::footer, footer.dump()));
       finished_.store(true);
     }
   } catch (...) {

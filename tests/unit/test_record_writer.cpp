@@ -72,3 +72,29 @@ TEST_CASE("the record file is created exclusively: an existing name is skipped, 
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the record file never passes its limit but by the footer; a refused chunk leaves it open",
+          "[trace][inject]") {
+  const auto dir = fresh_temp_dir("writer-limit");
+  std::string error;
+  inject::RecordWriter w;
+  REQUIRE(w.open(dir.string(), "node1", &error));
+  const std::uint64_t header = w.bytes();
+  CHECK(header == std::filesystem::file_size(w.path()));
+  const std::string note = tracefile::chunk(tracefile::ChunkType::note, std::string(1000, 'x'));
+  w.set_limit(header + 2 * note.size() + 10);
+  CHECK(w.write(note));
+  CHECK(w.write(note));
+  CHECK_FALSE(w.write(note));  // past the limit: refused, counted, the file still open
+  CHECK(w.refused() == 1);
+  CHECK(w.ours());
+  const std::string small = tracefile::chunk(tracefile::ChunkType::note, "y");
+  CHECK(small.size() <= 10);
+  CHECK(w.write(small));  // what still fits is written
+  CHECK(w.bytes() <= w.limit());
+  const std::string footer = tracefile::chunk(tracefile::ChunkType::footer, R"({"records": 0})");
+  CHECK(w.write_end(footer));  // the footer passes it
+  CHECK(w.bytes() == std::filesystem::file_size(w.path()));
+  CHECK(w.bytes() == header + 2 * note.size() + small.size() + footer.size());
+  std::filesystem::remove_all(dir);
+}

@@ -157,21 +157,25 @@ TEST_CASE("--launches N records the first N launches of each graph inside the wi
   Options o;
   o.launches_per_graph = 2;
   Window w(o, kStart);
-  CHECK(recorded(w, 1, {1, 2, 3}) == std::vector<double>{1, 2});
-  // The only graph seen has had its launches: activity off until another graph launches.
+  // Activity only in the calls of launches that are recorded, never between launches: a graph
+  // launched fewer than N times must not keep it on (and the program's eager work recorded).
+  CHECK_FALSE(w.activity_between_launches());
+  const LaunchDecision first = w.launch(1, at(0.5));
+  CHECK(first.record);
+  CHECK(first.activity);
+  CHECK_FALSE(w.activity_between_launches());  // graph 1 has one more to go, activity off all the same
+  CHECK(recorded(w, 1, {1, 2, 3}) == std::vector<double>{1});
   CHECK_FALSE(w.activity_between_launches());
   CHECK(w.launch(2, at(4)).record);
-  CHECK(w.activity_between_launches());  // graph 2 has one more to go
-  CHECK(recorded(w, 2, {5, 6}) == std::vector<double>{5});
-  // Every graph seen has had its launches: activity off, and on again only for a new graph's call.
   CHECK_FALSE(w.activity_between_launches());
+  CHECK(recorded(w, 2, {5, 6}) == std::vector<double>{5});
   const LaunchDecision old_graph = w.launch(1, at(7));
   CHECK_FALSE(old_graph.record);
   CHECK_FALSE(old_graph.activity);
   const LaunchDecision new_graph = w.launch(3, at(8));
   CHECK(new_graph.record);
   CHECK(new_graph.activity);
-  CHECK(w.activity_between_launches());  // graph 3 has one more to go
+  CHECK_FALSE(w.activity_between_launches());
 }
 
 TEST_CASE("--sample N records one launch in N of each graph, the first of each N, with activity only in its call",

@@ -100,19 +100,14 @@ LaunchDecision Window::launch(std::uint32_t exec, std::uint64_t now_ns) {
     const bool sampled = options_.sample_every <= 1 || c.in_window % options_.sample_every == 0;
     ++c.in_window;
     d.record = under_limit && sampled;
-    if (d.record) {
-      ++c.recorded;
-      if (options_.launches_per_graph > 0 && c.recorded == options_.launches_per_graph) ++graphs_exhausted_;
-    }
+    if (d.record) ++c.recorded;
   }
   d.activity = d.record || activity_between_launches();
   return d;
 }
 
 bool Window::activity_between_launches() const {
-  if (!open_ || options_.sample_every > 1) return false;
-  // Every graph seen so far is past its count: nothing more to record until a new graph launches.
-  return options_.launches_per_graph == 0 || counts_.empty() || graphs_exhausted_ < counts_.size();
+  return open_ && options_.sample_every <= 1 && options_.launches_per_graph == 0;
 }
 
 std::vector<WindowEvent> Window::take_events() { return std::exchange(events_, {}); }

@@ -13,9 +13,10 @@
 // `launches_per_graph` launches recorded (0: no limit), and it is the k-th launch of its graph inside
 // the window with k % sample_every == 0 (the first of each N, so a graph launched once is seen).
 //
-// Activity: on while the window is open, except that with sampling or with every known graph past
-// its launch count it is on only during the call of a launch that is recorded; off outside the
-// window, so the program runs at its untraced speed there.
+// Activity: on while the window is open, except that with sampling or a launch count it is on only
+// during the call of a launch that is recorded (a graph launched less often than the count would
+// otherwise keep it on, and every eager kernel of the program recorded, for as long as the window
+// stays open); off outside the window, so the program runs at its untraced speed there.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -109,7 +110,6 @@ class Window {
   bool profiler_open_ = false;
   std::int64_t nvtx_open_ = 0;  // matching ranges open on all threads
   std::unordered_map<std::uint32_t, LaunchCount> counts_;
-  std::uint64_t graphs_exhausted_ = 0;  // graphs past launches_per_graph
   std::vector<WindowEvent> events_;
 };
 
