@@ -129,9 +129,11 @@ std::string Recorder::take_event_chunks() {
 
 std::string Recorder::counts_chunk() {
   std::vector<tracefile::RecordingCount> counts;
+  std::uint64_t left_out = 0;
   {
     const std::lock_guard guard(window_mutex_);
     for (const auto& [exec, c] : window_.counts()) counts.push_back({exec, c.seen, c.in_window, c.recorded});
+    left_out = window_.transitions_left_out();
   }
   std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.exec < b.exec; });
   std::uint64_t filtered = 0;
@@ -144,7 +146,7 @@ std::string Recorder::counts_chunk() {
     const std::lock_guard guard(flight_mutex_);
     evicted = flight_.launches_evicted();
   }
-  return tracefile::recording_counts_chunk(counts, filtered, evicted);
+  return tracefile::recording_counts_chunk(counts, filtered, evicted, left_out);
 }
 
 void Recorder::flight_add_records(const std::vector<tracefile::WireRecord>& records) {

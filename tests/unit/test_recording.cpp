@@ -383,3 +383,40 @@ TEST_CASE("the report names each graph by its capture and says what was recorded
                            "kernel void first_kernel(float*), last void last_kernel(float*); fingerprint "));
   CHECK(traced.run.trace->clean());
 }
+
+TEST_CASE("a window that opens and closes at every step writes its first transitions and counts the rest",
+          "[recording][trace]") {
+  using namespace tpgraph::tracefile;
+  Options o;
+  o.range = RangeTrigger::nvtx;
+  o.nvtx_range = "step";
+  Window w(o, kStart);
+  for (int step = 0; step < 50; ++step) {
+    w.nvtx("step", true, at(step));
+    w.nvtx("step", false, at(step + 0.5));
+  }
+  const auto events = w.take_events();
+  CHECK(events.size() == Window::kMaxTransitions);
+  CHECK(w.transitions_left_out() == 100 - Window::kMaxTransitions);
+  CHECK(events.front().open);
+  CHECK_FALSE(events.back().open);
+
+  // In the file: the events written, the rest counted at exit, said in the header; the size limit's
+  // event is read even past the reader's bound on events.
+  std::string file = file_header();
+  file += chunk(ChunkType::meta, R"({"host":"h","pid":5,"start_ns":1000000000})");
+  file += recording_policy_chunk(o.describe());
+  for (std::size_t i = 0; i < kMaxRecordingEvents; ++i) file += recording_event_chunk("open", 2'000'000'000, "x");
+  file += recording_event_chunk("limit", 3'000'000'000, "--max-file-size");
+  file += recording_counts_chunk({{1, 100, 50, 50}}, 0, 0, w.transitions_left_out());
+  file += chunk(ChunkType::footer, R"({"records":0})");
+  const ProcessFile p = parse_process_file(file, "p.tpgt");
+  CHECK(p.recording.transitions_left_out == 36);
+  REQUIRE(p.recording.events.size() == kMaxRecordingEvents + 1);
+  CHECK(p.recording.events.back().event == "limit");
+  std::string lines;
+  for (const auto& l : recording_lines(p)) lines += l + "\n";
+  INFO(lines);
+  CHECK(lines.find(", ..., and 36 more switches on or off") != std::string::npos);
+  CHECK(lines.find("RECORDING STOPPED") != std::string::npos);
+}

@@ -46,7 +46,12 @@ std::string_view reason_name(Reason r) {
 Window::Window(Options options, std::uint64_t start_ns) : options_(std::move(options)), start_ns_(start_ns) {
   time_open_ = time_gate(start_ns);
   open_ = time_open_ && range_gate();
-  if (open_) events_.push_back({true, start_ns, Reason::start});
+  if (open_) transition({true, start_ns, Reason::start});
+}
+
+void Window::transition(WindowEvent e) {
+  if (transitions_++ < kMaxTransitions) events_.push_back(e);
+  else ++transitions_left_out_;
 }
 
 bool Window::time_gate(std::uint64_t now_ns) const {
@@ -73,7 +78,7 @@ void Window::update(std::uint64_t now_ns, Reason range_reason) {
   open_ = now_open;
   Reason reason = range_reason;
   if (time_changed) reason = time_open_ ? Reason::delay_elapsed : Reason::duration_elapsed;
-  events_.push_back({open_, now_ns, reason});
+  transition({open_, now_ns, reason});
 }
 
 void Window::tick(std::uint64_t now_ns) { update(now_ns, Reason::start); }

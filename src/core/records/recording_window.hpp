@@ -93,8 +93,11 @@ class Window {
   [[nodiscard]] bool activity_between_launches() const;
   [[nodiscard]] bool open() const { return open_; }
 
-  // Transitions since the last call, oldest first.
+  // Transitions since the last call, oldest first: the first kMaxTransitions of the run (a range
+  // window of a server opens and closes at every step), the rest only counted.
+  static constexpr std::uint64_t kMaxTransitions = 64;
   [[nodiscard]] std::vector<WindowEvent> take_events();
+  [[nodiscard]] std::uint64_t transitions_left_out() const { return transitions_left_out_; }
   [[nodiscard]] const std::unordered_map<std::uint32_t, LaunchCount>& counts() const { return counts_; }
   [[nodiscard]] const Options& options() const { return options_; }
 
@@ -111,6 +114,9 @@ class Window {
   std::int64_t nvtx_open_ = 0;  // matching ranges open on all threads
   std::unordered_map<std::uint32_t, LaunchCount> counts_;
   std::vector<WindowEvent> events_;
+  std::uint64_t transitions_ = 0;
+  std::uint64_t transitions_left_out_ = 0;
+  void transition(WindowEvent e);
 };
 
 // The correlation ids of recorded launches, so graph records of launches that were not recorded

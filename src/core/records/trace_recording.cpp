@@ -54,10 +54,12 @@ std::string recording_event_chunk(std::string_view event, std::uint64_t at_ns, s
 }
 
 std::string recording_counts_chunk(const std::vector<RecordingCount>& counts, std::uint64_t filtered,
-                                   std::uint64_t evicted) {
+                                   std::uint64_t evicted, std::uint64_t transitions_left_out) {
   json rows = json::array();
   for (const auto& c : counts) rows.push_back({c.exec, c.seen, c.in_window, c.recorded});
-  return chunk(ChunkType::recording, json{{"counts", rows}, {"filtered", filtered}, {"evicted", evicted}}.dump());
+  json j{{"counts", rows}, {"filtered", filtered}, {"evicted", evicted}};
+  if (transitions_left_out > 0) j["transitions_left_out"] = transitions_left_out;
+  return chunk(ChunkType::recording, j.dump());
 }
 
 std::string origin_json(const GraphOrigin& origin) {
@@ -77,7 +79,9 @@ std::string read_recording_chunk(std::string_view payload, RecordingLog& log) {
     const std::string& name = e->get_ref<const std::string&>();
     if (name != "open" && name != "close" && name != "dump" && name != "limit")
       return "a recording event of unknown kind (skipped)";
-    if (log.events.size() >= kMaxRecordingEvents) return "recording events past the first 100000 (skipped)";
+    // The size limit's event is kept past the bound: the header must say where recording stopped.
+    if (log.events.size() >= kMaxRecordingEvents && name != "limit")
+      return "recording events past the first 100000 (skipped)";
     const auto why = j->find("why");
     log.events.push_back({name, unsigned_of(*j, "at_ns"),
                           why != j->end() && why->is_string() ? printable(why->get_ref<const std::string&>()) : ""});
@@ -98,6 +102,7 @@ std::string read_recording_chunk(std::string_view payload, RecordingLog& log) {
     log.counts = std::move(counts);
     log.filtered = unsigned_of(*j, "filtered");
     log.evicted = unsigned_of(*j, "evicted");
+    log.transitions_left_out = unsigned_of(*j, "transitions_left_out");
     return {};
   }
   return "a recording chunk of unknown content (skipped)";
@@ -157,6 +162,8 @@ std::vector<std::string> recording_lines(const ProcessFile& f) {
       windows += fmt::format("{}{} at {:.3f} s ({})", windows.empty() ? "" : ", ", e.event == "open" ? "on" : "off",
                              seconds_after(e.at_ns, f.started_ns), e.why);
     }
+    if (log.transitions_left_out > 0)
+      windows += fmt::format("{}{} more switches on or off", windows.empty() ? "" : ", and ", log.transitions_left_out);
     std::string line = fmt::format("pid {}: recorded {}", f.pid, log.policy);
     if (!windows.empty()) line += "; " + windows;
     if (!log.counts.empty()) line += "; " + launches_text(log);

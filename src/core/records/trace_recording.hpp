@@ -5,7 +5,8 @@
 // recording chunk, JSON, one object per chunk, one of
 //   {"policy": "<Options::describe()>"}                         once, at initialisation
 //   {"event": "open"|"close"|"dump"|"limit", "at_ns": T, "why": "delay elapsed"}
-//   {"counts": [[exec, seen, in_window, recorded], ...], "filtered": n, "evicted": n}   at exit
+//   {"counts": [[exec, seen, in_window, recorded], ...], "filtered": n, "evicted": n,
+//    "transitions_left_out": n (optional: openings and closings past the first 64, not written)}   at exit
 // graph chunk, key "origin": {"at": "capture"|"instantiation", "nvtx": [outermost first],
 //   "stack": ["frame", ...] (the capture site first)}
 #pragma once
@@ -22,7 +23,7 @@ namespace tpgraph::tracefile {
 [[nodiscard]] std::string recording_policy_chunk(std::string_view policy);
 [[nodiscard]] std::string recording_event_chunk(std::string_view event, std::uint64_t at_ns, std::string_view why);
 [[nodiscard]] std::string recording_counts_chunk(const std::vector<RecordingCount>& counts, std::uint64_t filtered,
-                                                 std::uint64_t evicted);
+                                                 std::uint64_t evicted, std::uint64_t transitions_left_out = 0);
 // The "origin" value of a graph chunk, as JSON text.
 [[nodiscard]] std::string origin_json(const GraphOrigin& origin);
 
