@@ -220,8 +220,8 @@ struct RecordingLog {
   std::string policy;  // Options::describe(); "" when no recording chunk was read
   std::vector<RecordingEvent> events;
   std::vector<RecordingCount> counts;
-  std::uint64_t filtered = 0;  // graph records of launches not recorded, dropped by the library
-  std::uint64_t evicted = 0;   // flight recorder: launches forgotten (older than the last N)
+  std::uint64_t filtered = 0;              // graph records of launches not recorded, dropped by the library
+  std::uint64_t evicted = 0;               // flight recorder: launches forgotten (older than the last N)
   std::uint64_t transitions_left_out = 0;  // window openings and closings past the first 64, not written
 };
 
