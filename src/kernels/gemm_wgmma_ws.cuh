@@ -7,6 +7,19 @@
 
 #include "kernels/gemm_tiles.hpp"
 
+// Tile 4's pipeline depths, as compile-time knobs for variant packs (scripts/kernel-variants.sh
+// -DTPGRAPH_WS_RAW_STAGES=8 ...): the NVFP4 chunks in flight per producer warp, the decoded chunks
+// and the routed-row chunks. The static_asserts below hold every choice to the block's shared memory.
+#ifndef TPGRAPH_WS_RAW_STAGES
+#define TPGRAPH_WS_RAW_STAGES 4
+#endif
+#ifndef TPGRAPH_WS_A_STAGES
+#define TPGRAPH_WS_A_STAGES 3
+#endif
+#ifndef TPGRAPH_WS_B_STAGES
+#define TPGRAPH_WS_B_STAGES 4
+#endif
+
 namespace tpgraph::kernels::gemm {
 
 constexpr int kWsBStageBytes = kWgmmaMaxTokens * 128;  // a chunk of up to 160 routed rows, 20 KB
@@ -24,9 +37,9 @@ struct WsShape {
   static constexpr int kTiles = kRows / 16;                   // 16-row tiles a row block has
   static constexpr int kProducerTiles = kTiles / 4;           // per producer warp: 4 (a 64-row group) or 2
   static constexpr int kFeeders = 4 / kConsumers;             // producer warps per consumer
-  static constexpr int kBStages = kConsumers == 2 ? 4 : 3;    // routed-row chunks
-  static constexpr int kAStages = kConsumers == 2 ? 3 : 2;    // decoded chunks
-  static constexpr int kRawStages = kConsumers == 2 ? 4 : 3;  // NVFP4 chunks per producer warp
+  static constexpr int kBStages = kConsumers == 2 ? TPGRAPH_WS_B_STAGES : 3;      // routed-row chunks
+  static constexpr int kAStages = kConsumers == 2 ? TPGRAPH_WS_A_STAGES : 2;      // decoded chunks
+  static constexpr int kRawStages = kConsumers == 2 ? TPGRAPH_WS_RAW_STAGES : 3;  // NVFP4 chunks per producer warp
   static constexpr int kAStageBytes = 2 * kConsumers * kWsHalfBytes;
   static constexpr int kRawStageBytes = kProducerTiles * kUnitBytes;
   // setmaxnreg: the fewest registers each role compiles to without spills (ptxas 13.0: tile 4's
@@ -36,6 +49,7 @@ struct WsShape {
   // The producer of chunk gc + 1's routed rows waits for chunk gc + 1 - kBStages to be released,
   // no later than the chunk its own A stage waits for (gc - kAStages).
   static_assert(kBStages >= kAStages + 1);
+  static_assert(kAStages >= 2 && kRawStages >= 2, "a stage is filled while the one before it is read");
   static_assert(kProducerTiles == 2 || kProducerTiles == 4, "a producer warp's tiles lie in one 64-row group");
 };
 
