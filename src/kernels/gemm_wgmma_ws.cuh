@@ -34,9 +34,9 @@ template <int kConsumers>
 struct WsShape {
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kRows = 128 * kConsumers;
-  static constexpr int kTiles = kRows / 16;                   // 16-row tiles a row block has
-  static constexpr int kProducerTiles = kTiles / 4;           // per producer warp: 4 (a 64-row group) or 2
-  static constexpr int kFeeders = 4 / kConsumers;             // producer warps per consumer
+  static constexpr int kTiles = kRows / 16;          // 16-row tiles a row block has
+  static constexpr int kProducerTiles = kTiles / 4;  // per producer warp: 4 (a 64-row group) or 2
+  static constexpr int kFeeders = 4 / kConsumers;    // producer warps per consumer
   static constexpr int kBStages = kConsumers == 2 ? TPGRAPH_WS_B_STAGES : 3;      // routed-row chunks
   static constexpr int kAStages = kConsumers == 2 ? TPGRAPH_WS_A_STAGES : 2;      // decoded chunks
   static constexpr int kRawStages = kConsumers == 2 ? TPGRAPH_WS_RAW_STAGES : 3;  // NVFP4 chunks per producer warp
