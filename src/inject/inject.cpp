@@ -234,8 +234,9 @@ std::uint32_t this_thread_id() {
 
 // A range the program opened or closed, on the program's thread: the --nvtx-range window hears of
 // it, and the NVTX log keeps it while records are recorded (with a recorder: while its window is
-// open; the close of a range whose open was kept always, so no range is cut by the window's edge).
-// Returns whether an open was kept.
+// open; the close of a range whose open was kept always, so no range is cut by the window's edge;
+// with sampling or a launch count, only ranges a recorded launch is made inside: NvtxLog's
+// deferred opens). Returns whether an open was kept (or held).
 bool on_nvtx_range(const nvtx::RangeEvent& e) {
   Tracer* tracer = g_tracer;
   if (tracer == nullptr || tracer->quiet.load() || tracer->finished()) return false;
@@ -248,8 +249,10 @@ bool on_nvtx_range(const nvtx::RangeEvent& e) {
       if (e.open_kept) tracer->nvtx_log.close(e.push ? NvtxKind::pop : NvtxKind::end, e.id, now, this_thread_id());
       return false;
     }
-    return window_open && !tracer->limit_reached.load() &&
-           tracer->nvtx_log.open(e.push ? NvtxKind::push : NvtxKind::start, e.id, e.name, now, this_thread_id());
+    if (!window_open || tracer->limit_reached.load()) return false;
+    if (e.push && tracer->recorder != nullptr && tracer->recorder->defers_ranges())
+      return tracer->nvtx_log.open_deferred(NvtxKind::push, e.id, e.name, now, this_thread_id());
+    return tracer->nvtx_log.open(e.push ? NvtxKind::push : NvtxKind::start, e.id, e.name, now, this_thread_id());
   } catch (...) {
     return false;
   }

@@ -1,11 +1,28 @@
 #include "inject/nvtx_log.hpp"
 
+#include <iterator>
+
 #include "core/records/trace_nvtx.hpp"
 
 namespace tpgraph::inject {
 
 using tracefile::NvtxKind;
 using tracefile::WireNvtx;
+
+namespace {
+
+// The calling thread's ranges opened deferred, outermost first (one NvtxLog per process).
+struct Deferred {
+  NvtxKind kind;
+  std::uint64_t range;
+  std::string name;
+  std::uint64_t at_ns;
+  std::uint32_t thread;
+  bool written;
+};
+thread_local std::vector<Deferred> t_deferred;
+
+}  // namespace
 
 void NvtxLog::add_locked(NvtxKind kind, std::uint64_t range, std::uint32_t name, std::uint64_t at_ns,
                          std::uint32_t thread) {
@@ -45,8 +62,27 @@ bool NvtxLog::open(NvtxKind kind, std::uint64_t range, std::string_view name, st
 }
 
 void NvtxLog::close(NvtxKind kind, std::uint64_t range, std::uint64_t at_ns, std::uint32_t thread) {
+  for (auto it = t_deferred.rbegin(); it != t_deferred.rend(); ++it) {
+    if (it->range != range) continue;
+    const bool written = it->written;
+    t_deferred.erase(std::next(it).base());
+    if (!written) return;
+    break;
+  }
   const std::lock_guard guard(mutex_);
   add_locked(kind, range, 0, at_ns, thread);
+}
+
+bool NvtxLog::open_deferred(NvtxKind kind, std::uint64_t range, std::string_view name, std::uint64_t at_ns,
+                            std::uint32_t thread) {
+  if (t_deferred.size() >= kMaxDeferred) return false;
+  t_deferred.push_back({kind, range, std::string(name.substr(0, kMaxNameBytes)), at_ns, thread, false});
+  return true;
+}
+
+void NvtxLog::commit_deferred() {
+  for (Deferred& d : t_deferred)
+    if (!d.written) d.written = open(d.kind, d.range, d.name, d.at_ns, d.thread);
 }
 
 std::string NvtxLog::take(bool wait) {

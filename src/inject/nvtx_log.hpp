@@ -35,8 +35,19 @@ class NvtxLog {
   // is to be added only when its open was kept.
   bool open(tracefile::NvtxKind kind, std::uint64_t range, std::string_view name, std::uint64_t at_ns,
             std::uint32_t thread);
-  // A range closed (pop or end).
+  // A range closed (pop or end). The close of a range opened deferred (below) is written only if
+  // its open was.
   void close(tracefile::NvtxKind kind, std::uint64_t range, std::uint64_t at_ns, std::uint32_t thread);
+
+  // Sampling and launch counts record a few launches among many: a range is then worth keeping only
+  // if a recorded launch is made inside it. open_deferred holds a push range on the calling thread
+  // (up to kMaxDeferred open at once; true when held) and commit_deferred, called on that thread at
+  // a recorded launch, writes the opens of every range it holds that is still open. A held range
+  // that closes before any recorded launch leaves nothing in the log.
+  static constexpr std::size_t kMaxDeferred = 64;
+  bool open_deferred(tracefile::NvtxKind kind, std::uint64_t range, std::string_view name, std::uint64_t at_ns,
+                     std::uint32_t thread);
+  void commit_deferred();
 
   // The entries since the last call as one nvtx chunk (with the names they use first), and once a
   // note chunk when opens or names were left out; "" when there is nothing new. `wait` false: the

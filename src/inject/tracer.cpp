@@ -438,6 +438,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
       // Decided before the launch is submitted: the activity must be on while it is.
       t.pending.record = recorder->launch_enter(t.pending.launch.exec, t.pending.launch.host_start_ns);
       if (t.pending.record) recorder->add_recorded(data.correlationId);
+      if (t.pending.record && recorder->defers_ranges()) nvtx_log.commit_deferred();  // the ranges around it
     }
     return;
   }

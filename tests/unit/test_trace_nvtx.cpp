@@ -181,6 +181,46 @@ TEST_CASE("NVTX log: bounded opens, each name once, closes only of kept opens, a
   CHECK(again.nvtx.events[0].name == unnamed.nvtx.events[0].name);
 }
 
+TEST_CASE("NVTX log, deferred: only the ranges a recorded launch is made inside are written", "[nvtx]") {
+  inject::NvtxLog log;
+  const auto read = [](const std::string& chunks) {
+    Crafted c;
+    c.chunks.push_back(chunks);
+    return parsed(c);
+  };
+  // A step with no recorded launch: held, then dropped at its close.
+  CHECK(log.open_deferred(NvtxKind::push, 1, "step", 100, 7));
+  log.close(NvtxKind::pop, 1, 110, 7);
+  CHECK(log.take().empty());
+  // A step with a recorded launch inside a nested range: both opens written at the launch (with the
+  // times they opened at), both closes after it; a range opened after the launch and closed before
+  // the next one is not.
+  CHECK(log.open_deferred(NvtxKind::push, 2, "step", 200, 7));
+  CHECK(log.open_deferred(NvtxKind::push, 3, "forward", 210, 7));
+  log.commit_deferred();
+  log.commit_deferred();  // a second recorded launch in the same ranges writes nothing twice
+  CHECK(log.open_deferred(NvtxKind::push, 4, "sample", 230, 7));
+  log.close(NvtxKind::pop, 4, 240, 7);
+  log.close(NvtxKind::pop, 3, 250, 7);
+  log.close(NvtxKind::pop, 2, 260, 7);
+  const ProcessFile p = read(log.take());
+  REQUIRE(p.nvtx.events.size() == 4);
+  CHECK(p.nvtx.events[0].range == 2);
+  CHECK(p.nvtx.events[0].at_ns == 200);
+  CHECK(p.nvtx.events[1].range == 3);
+  CHECK(p.nvtx.events[1].at_ns == 210);
+  CHECK(p.nvtx.events[2].range == 3);
+  CHECK(p.nvtx.events[2].kind == static_cast<std::uint8_t>(NvtxKind::pop));
+  CHECK(p.nvtx.events[3].range == 2);
+  CHECK(p.nvtx.names.size() == 2);
+  // Bounded per thread: past kMaxDeferred open at once a range is not held.
+  for (std::uint64_t r = 0; r < inject::NvtxLog::kMaxDeferred; ++r)
+    CHECK(log.open_deferred(NvtxKind::push, 100 + r, "deep", 300, 7));
+  CHECK_FALSE(log.open_deferred(NvtxKind::push, 999, "deeper", 300, 7));
+  for (std::uint64_t r = inject::NvtxLog::kMaxDeferred; r-- > 0;) log.close(NvtxKind::pop, 100 + r, 400, 7);
+  CHECK(log.take().empty());
+}
+
 TEST_CASE("NVTX ranges: opens pair with closes, nest per thread; unmatched closes are ignored, open ranges end last",
           "[trace][nvtx]") {
   Crafted c;
