@@ -380,8 +380,8 @@ Command add_trace_command(CLI::App& app) {
          "with --keep-last: write the flight recorder when the process receives this signal (SIGUSR1 or SIGUSR2)")
       ->type_name("SIGNAL");
   add_integer_flag(*cmd, "--max-file-size", opts->max_file_mib, 1, 1 << 20,
-                   "MiB of records per process file at most; past it recording stops and the report says where "
-                   "(default 4096)");
+                   "MiB per process file at most, everything in it counted; near it recording stops and the report "
+                   "says where (default 4096)");
   cmd->add_option("command", opts->command, "the program and its arguments, after --")->required();
   return {cmd, [opts] { return run_trace(*opts); }};
 }
