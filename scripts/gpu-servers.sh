@@ -7,7 +7,8 @@
 # torch.compile; the size limit. RUN_SECONDS (default 60) is how long each server run lasts; the window
 # is at 1/3 of it. Results under $OUT: summary.log (step times, report headers, file sizes, costs)
 # and servers.tgz with every trace folder. Arguments pick parts (default all): modes (the recording
-# modes on the server-like example), nvtx (its --nvtx-range run alone), overhead, cost, analyze.
+# modes on the server-like example), nvtx (its --nvtx-range run alone), flight (the flight recorder
+# against full tracing, with the reports' cost lines), overhead, cost, analyze.
 set -uo pipefail
 parts=${*:-modes overhead cost analyze}
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -37,6 +38,15 @@ trace() {
   } | tee -a "$OUT/summary.log"
 }
 
+if want flight; then
+  # The flight recorder's cost against full tracing: the step, and each report's itemised cost lines
+  # (tpgraph's callbacks per launch on the program's thread, record processing on its own).
+  log "server-like example: the flight recorder against full tracing"
+  "${server[@]}" 2>&1 | tail -n 1 | sed 's/^/untraced: /' | tee -a "$OUT/summary.log"
+  trace flight-full -- "${server[@]}"
+  trace flight-keep --keep-last 200 -- "${server[@]}"
+  grep -h "tracing cost, pid" "$W"/flight-full/report.md "$W"/flight-keep/report.md | tee -a "$OUT/summary.log"
+fi
 if want nvtx && ! want modes; then
   log "server-like example: the --nvtx-range window, graphs named by capture site"
   trace nvtx --nvtx-range step --launches 100 -- "${server[@]}"
