@@ -8,7 +8,8 @@
 //   shared memory (gemm_wgmma_ws_raw.cuh: v2 units by bulk copies, v1 rows by cp.async), decodes
 //   them to fp16 in shared memory, in the layout wgmma's descriptor reads (the interleaved K-major
 //   layout, ptx.cuh), and arrives on the A stage's full barrier; it also issues the routed rows'
-//   tensor copies (the B ring), warp gc % 4 for chunk gc + 1;
+//   tensor copies (the B ring), producer warp gc % kProducerWarps for chunk gc + 1; tile 4 may
+//   have two producer warpgroups (TPGRAPH_WS_PRODUCERS=2: warps 0-7, two 16-row tiles each);
 // - consumer warpgroups (setmaxnreg up), each 128 weight rows as two m64 halves, issue wgmma with
 //   both operands from shared memory: the decoded weights and the routed-row stage. Their
 //   registers hold the accumulators (N = 160: 160 of them) and little else.
@@ -94,7 +95,8 @@ __device__ __forceinline__ void ws_prepare(const GemmArgs& args, const WsBlock& 
       detail::mbar_init(TPGRAPH_WS_AT(b, a_full) + 8 * s, Shape::kFeeders);
       detail::mbar_init(TPGRAPH_WS_AT(b, a_empty) + 8 * s, 4);
     }
-    for (int s = 0; s < 4 * Shape::kRawStages; ++s) detail::mbar_init(TPGRAPH_WS_AT(b, raw_full) + 8 * s, 1);
+    for (int s = 0; s < Shape::kProducerWarps * Shape::kRawStages; ++s)
+      detail::mbar_init(TPGRAPH_WS_AT(b, raw_full) + 8 * s, 1);
     detail::fence_mbarrier_init();
   }
   const float ts = args.tensor_scale[b.work.expert];
@@ -214,7 +216,7 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
   if (warp == 0 && lane == 0) ws_load_b<kConsumers>(b, map, 0, 0);
   int b_c = b.chunks == 1 ? 0 : 1;  // routed-row chunk of chunk gc + 1
   for (int gc = 0; gc < b.total; ++gc) {
-    if (lane == 0 && warp == gc % 4 && gc + 1 < b.total) ws_load_b<kConsumers>(b, map, gc + 1, b_c);
+    if (lane == 0 && warp == gc % Shape::kProducerWarps && gc + 1 < b.total) ws_load_b<kConsumers>(b, map, gc + 1, b_c);
     if (++b_c == b.chunks) b_c = 0;
     const int sa = RingA::stage(gc);
     if (gc >= Shape::kAStages) detail::mbar_wait(f.a_empty + 8 * sa, RingA::phase(gc) ^ 1u);
@@ -399,7 +401,7 @@ __device__ __forceinline__ void ws_consume_chunks(const GemmArgs& args, float (&
 template <int kConsumers, int kN, bool kPair>
 __device__ __forceinline__ void ws_consume(const GemmArgs& args, std::uint8_t* smem) {
   const WsBlock b = ws_block_of<kConsumers>(args, smem);
-  const int consumer = threadIdx.x / 128 - 1;
+  const int consumer = threadIdx.x / 128 - WsShape<kConsumers>::kProducerGroups;
   const WsGroup group[2] = {ws_group<kConsumers, kPair>(args, b, 2 * consumer),
                             ws_group<kConsumers, kPair>(args, b, 2 * consumer + 1)};
   const WsReads r = ws_reads<kConsumers>(b, consumer);
@@ -444,7 +446,7 @@ __device__ __forceinline__ void ws_producer_retire(const WsBlock& b) {
   constexpr int kBarriers =
       static_cast<int>((sizeof(WsStorage<kConsumers>) - offsetof(WsStorage<kConsumers>, b_full)) / 8);
   detail::named_barrier_sync(kWsBarrierRetire, kThreads);
-  for (int i = static_cast<int>(threadIdx.x); i < kBarriers; i += 128)
+  for (int i = static_cast<int>(threadIdx.x); i < kBarriers; i += WsShape<kConsumers>::kProducerThreads)
     detail::mbar_inval(TPGRAPH_WS_AT(b, b_full) + 8 * i);
   detail::named_barrier_sync(kWsBarrierRetire, kThreads);
   detail::named_barrier_sync(kWsBarrierRetire, kThreads);
@@ -484,7 +486,7 @@ __device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap
   auto& shared = *reinterpret_cast<WsStorage<kConsumers>*>(smem);
   ws_prepare<kConsumers, kPair>(args, ws_block_of<kConsumers>(args, smem), shared.xs, shared.xs + kWgmmaMaxTokens);
   const int rows = work.rows;
-  if (threadIdx.x < 128) {
+  if (threadIdx.x < Shape::kProducerThreads) {
     detail::setmaxnreg_dec<Shape::kProducerRegs>();
     const WsBlock b = ws_block_of<kConsumers>(args, smem);
     ws_produce<kV2, kConsumers, kPair>(args, map, b);
@@ -519,7 +521,8 @@ void launch_ws_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStrea
 #endif
   // The registers setmaxnreg hands out come from those the block was launched with.
   constexpr int kLaunchRegs = 65536 / (WsShape<kConsumers>::kThreads * spec.min_blocks) / 8 * 8;
-  static_assert(128 * WsShape<kConsumers>::kProducerRegs + 128 * kConsumers * WsShape<kConsumers>::kConsumerRegs <=
+  static_assert(WsShape<kConsumers>::kProducerThreads * WsShape<kConsumers>::kProducerRegs +
+                    128 * kConsumers * WsShape<kConsumers>::kConsumerRegs <=
                 WsShape<kConsumers>::kThreads * kLaunchRegs);
   auto* kernel = grouped_gemm_ws_kernel<kV2, kConsumers, spec.min_blocks>;
   constexpr int smem = ws_smem_bytes<kConsumers>();

@@ -19,6 +19,11 @@
 #ifndef TPGRAPH_WS_B_STAGES
 #define TPGRAPH_WS_B_STAGES 4
 #endif
+// Tile 4's producer warpgroups: 1 (4 warps of 4 tiles each, 384 threads) or 2 (8 warps of 2 tiles,
+// 512 threads: 128 registers a thread at launch, 56 / 200 after setmaxnreg).
+#ifndef TPGRAPH_WS_PRODUCERS
+#define TPGRAPH_WS_PRODUCERS 1
+#endif
 
 namespace tpgraph::kernels::gemm {
 
@@ -29,14 +34,17 @@ constexpr int kWsXsBytes = 2048;                       // the routed rows' scale
 // ptxas hoisted their shared loads and spilled at 56 and 64 registers; two are spill-free.
 constexpr int kWsUnroll = 2;
 
-// A block of kConsumers consumer warpgroups and one producer warpgroup.
+// A block of kConsumers consumer warpgroups and kProducerGroups producer warpgroups.
 template <int kConsumers>
 struct WsShape {
-  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerGroups = kConsumers == 2 ? TPGRAPH_WS_PRODUCERS : 1;
+  static constexpr int kProducerWarps = 4 * kProducerGroups;
+  static constexpr int kProducerThreads = 128 * kProducerGroups;
+  static constexpr int kThreads = kProducerThreads + 128 * kConsumers;
   static constexpr int kRows = 128 * kConsumers;
-  static constexpr int kTiles = kRows / 16;          // 16-row tiles a row block has
-  static constexpr int kProducerTiles = kTiles / 4;  // per producer warp: 4 (a 64-row group) or 2
-  static constexpr int kFeeders = 4 / kConsumers;    // producer warps per consumer
+  static constexpr int kTiles = kRows / 16;                       // 16-row tiles a row block has
+  static constexpr int kProducerTiles = kTiles / kProducerWarps;  // per producer warp: 4 (a 64-row group) or 2
+  static constexpr int kFeeders = kProducerWarps / kConsumers;    // producer warps per consumer
   static constexpr int kBStages = kConsumers == 2 ? TPGRAPH_WS_B_STAGES : 3;      // routed-row chunks
   static constexpr int kAStages = kConsumers == 2 ? TPGRAPH_WS_A_STAGES : 2;      // decoded chunks
   static constexpr int kRawStages = kConsumers == 2 ? TPGRAPH_WS_RAW_STAGES : 3;  // NVFP4 chunks per producer warp
@@ -44,13 +52,14 @@ struct WsShape {
   static constexpr int kRawStageBytes = kProducerTiles * kUnitBytes;
   // setmaxnreg: the fewest registers each role compiles to without spills (ptxas 13.0: tile 4's
   // producer spilled at 56, tile 3's consumer at 192), within the block's share of the file.
-  static constexpr int kProducerRegs = kConsumers == 2 ? 64 : 56;
-  static constexpr int kConsumerRegs = kConsumers == 2 ? 216 : 200;
+  static constexpr int kProducerRegs = kConsumers == 2 && kProducerGroups == 1 ? 64 : 56;
+  static constexpr int kConsumerRegs = kConsumers == 2 && kProducerGroups == 1 ? 216 : 200;
   // The producer of chunk gc + 1's routed rows waits for chunk gc + 1 - kBStages to be released,
   // no later than the chunk its own A stage waits for (gc - kAStages).
   static_assert(kBStages >= kAStages + 1);
   static_assert(kAStages >= 2 && kRawStages >= 2, "a stage is filled while the one before it is read");
   static_assert(kProducerTiles == 2 || kProducerTiles == 4, "a producer warp's tiles lie in one 64-row group");
+  static_assert(kProducerGroups == 1 || kProducerGroups == 2);
 };
 
 template <int kConsumers>
@@ -59,12 +68,12 @@ struct WsStorage {
   float xs[kWsXsBytes / 4];
   std::uint8_t b_ring[Shape::kBStages][kWsBStageBytes];                  // 128-byte swizzle (tensor copies)
   std::uint8_t a_stages[Shape::kAStages][2 * kConsumers][kWsHalfBytes];  // interleaved, per 64-row group
-  std::uint8_t raw[4][Shape::kRawStages][Shape::kRawStageBytes];         // per producer warp
-  std::uint64_t b_full[Shape::kBStages];                                 // the routed rows have landed
+  std::uint8_t raw[Shape::kProducerWarps][Shape::kRawStages][Shape::kRawStageBytes];  // per producer warp
+  std::uint64_t b_full[Shape::kBStages];                                              // the routed rows have landed
   std::uint64_t b_empty[Shape::kBStages];              // every consumer warp's wgmmas that read them are complete
   std::uint64_t a_full[kConsumers][Shape::kAStages];   // the consumer's producer warps have decoded
   std::uint64_t a_empty[kConsumers][Shape::kAStages];  // the consumer's wgmmas that read it are complete
-  std::uint64_t raw_full[4][Shape::kRawStages];        // a producer warp's units have landed
+  std::uint64_t raw_full[Shape::kProducerWarps][Shape::kRawStages];  // a producer warp's units have landed
 };
 template <int kConsumers>
 struct WsStagedOutputs {  // the last row block's outputs, over the storage once it is retired
