@@ -45,7 +45,11 @@ if want flight; then
   "${server[@]}" 2>&1 | tail -n 1 | sed 's/^/untraced: /' | tee -a "$OUT/summary.log"
   trace flight-full -- "${server[@]}"
   trace flight-keep --keep-last 200 -- "${server[@]}"
-  grep -h "tracing cost, pid" "$W"/flight-full/report.md "$W"/flight-keep/report.md | tee -a "$OUT/summary.log"
+  # Whether the cost is CUPTI's buffers handed back inside its flush (the flight recorder files each
+  # buffer's records in the buffer callback): without the flush thread, and with 8 MB buffers.
+  trace flight-noflush --keep-last 200 -- env TPGRAPH_INJECT_FLUSH_MS=0 "${server[@]}"
+  trace flight-8mb --keep-last 200 -- env TPGRAPH_INJECT_BUFFER_KB=8192 "${server[@]}"
+  grep -h "tracing cost, pid" "$W"/flight-*/report.md | tee -a "$OUT/summary.log"
 fi
 if want nvtx && ! want modes; then
   log "server-like example: the --nvtx-range window, graphs named by capture site"
