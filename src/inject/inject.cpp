@@ -417,6 +417,10 @@ void configure(Tracer& tracer) {
   }
   if (options.records_everything()) return;
   (void)tracer.writer.write(tracefile::recording_policy_chunk(options.describe()));
+  // The flight recorder keeps the last ranges with its last launches (written at a dump, not as they
+  // come): 64 entries per launch kept per graph, at least 4096.
+  if (options.keep_last > 0)
+    tracer.nvtx_log.keep_last(std::max<std::size_t>(4096, std::size_t{64} * options.keep_last));
   tracer.recorder = std::make_unique<Recorder>(std::move(options), now_ns(), tracer.cost);
 }
 

@@ -33,13 +33,16 @@ void NvtxLog::add_locked(NvtxKind kind, std::uint64_t range, std::uint32_t name,
   e.name = name;
   e.kind = static_cast<std::uint8_t>(kind);
   events_.push_back(e);
+  // A ring: the oldest entries leave in batches, so an append stays O(1) amortised.
+  if (ring_ > 0 && events_.size() >= 2 * ring_)
+    events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(ring_));
 }
 
 bool NvtxLog::open(NvtxKind kind, std::uint64_t range, std::string_view name, std::uint64_t at_ns,
                    std::uint32_t thread) {
   if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes);
   const std::lock_guard guard(mutex_);
-  if (opens_ >= max_opens_) {
+  if (ring_ == 0 && opens_ >= max_opens_) {
     ++left_out_;
     return false;
   }
@@ -90,6 +93,8 @@ std::string NvtxLog::take(bool wait) {
   if (wait) lock.lock();
   else if (!lock.try_lock()) return {};
   std::vector<WireNvtx> batch;
+  if (ring_ > 0 && events_.size() > ring_)
+    events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(ring_));
   batch.swap(events_);
   events_.swap(spare_);  // appends after this one reuse the previous batch's memory
   std::vector<std::pair<std::uint32_t, std::string>> names;

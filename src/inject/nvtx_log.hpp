@@ -57,6 +57,14 @@ class NvtxLog {
   // Opens left out past the bound.
   [[nodiscard]] std::uint64_t left_out();
 
+  // The flight recorder's log (`trace --keep-last`): only the last `entries` opens and closes are
+  // held (older ones are forgotten as new ones come, without the bound on opens), and take() hands
+  // out those. Set before the program's first range.
+  void keep_last(std::size_t entries) {
+    const std::lock_guard guard(mutex_);
+    ring_ = entries;
+  }
+
  private:
   struct Hash {
     using is_transparent = void;
@@ -77,6 +85,7 @@ class NvtxLog {
   std::uint64_t left_out_ = 0;
   std::uint64_t unnamed_ = 0;  // opens whose name was past max_names_
   bool noted_ = false;
+  std::size_t ring_ = 0;  // keep_last's entries; 0: every entry until take()
 };
 
 }  // namespace tpgraph::inject

@@ -138,7 +138,7 @@ void Tracer::write_nvtx_locked(bool wait) {
 void Tracer::on_tick() noexcept {
   if (quiet.load() || finishing_.load() || finished_.load() || !writer.ours()) return;
   try {
-    {
+    if (recorder == nullptr || !recorder->keeps_last()) {  // the flight recorder's ranges wait for a dump
       const std::lock_guard state(state_mutex_);
       write_nvtx_locked(true);
     }
@@ -151,6 +151,7 @@ void Tracer::on_tick() noexcept {
     const std::lock_guard state(state_mutex_);
     write_launches_locked({}, false);
     dump_flight_locked(recorder->options().dump_on);
+    write_nvtx_locked(true);
   } catch (...) {
   }
 }

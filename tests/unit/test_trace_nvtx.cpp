@@ -221,6 +221,26 @@ TEST_CASE("NVTX log, deferred: only the ranges a recorded launch is made inside 
   CHECK(log.take().empty());
 }
 
+TEST_CASE("NVTX log, the flight recorder's: only the last entries are held, past the bound on opens", "[nvtx]") {
+  inject::NvtxLog log(/*max_opens=*/3);
+  log.keep_last(4);
+  for (std::uint64_t r = 1; r <= 10; ++r) {
+    CHECK(log.open(NvtxKind::push, r, r % 2 ? "odd" : "even", 100 * r, 7));
+    log.close(NvtxKind::pop, r, 100 * r + 50, 7);
+  }
+  Crafted c;
+  c.chunks.push_back(log.take());
+  const ProcessFile p = parsed(c);
+  REQUIRE(p.nvtx.events.size() == 4);  // ranges 9 and 10, open and close
+  CHECK(p.nvtx.events[0].range == 9);
+  CHECK(p.nvtx.events[0].at_ns == 900);
+  CHECK(p.nvtx.events[3].range == 10);
+  CHECK(p.nvtx.events[3].kind == static_cast<std::uint8_t>(NvtxKind::pop));
+  CHECK(p.nvtx.names.size() == 2);  // every name goes out, once
+  CHECK(log.left_out() == 0);
+  CHECK(log.take().empty());
+}
+
 TEST_CASE("NVTX ranges: opens pair with closes, nest per thread; unmatched closes are ignored, open ranges end last",
           "[trace][nvtx]") {
   Crafted c;
