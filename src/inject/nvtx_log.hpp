@@ -6,7 +6,8 @@
 //
 // Bounded: at most `max_opens` opens per process (a close is kept when its open was, so at most twice
 // as many entries), at most `max_names` distinct names and kMaxNamesBytes of them (later names are
-// recorded unnamed), names cut at 4096 bytes. What was left out is said once in a note.
+// recorded unnamed), names cut at 4096 bytes. What was left out is said once in a note. The flight
+// recorder's log holds only its last entries instead (keep_last).
 #pragma once
 #include <cstdint>
 #include <functional>
