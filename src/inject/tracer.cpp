@@ -460,17 +460,7 @@ void Tracer::on_launch(CUpti_CallbackDomain domain, const CUpti_CallbackData& da
   undecided_.push_back(done);
 }
 
-void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
-  if (data.callbackSite != CUPTI_API_EXIT || t_launch.in_runtime || t_launch.in_driver ||
-      attachment.load() != Attachment::detach_requested)
-    return;
-  Attachment requested = Attachment::detach_requested;
-  if (!attachment.compare_exchange_strong(requested, Attachment::detaching)) return;
-  // The activity kinds off, every context synchronized (once, on the program's thread) so that no
-  // work runs whose records CUPTI still writes, the records flushed, the callbacks unsubscribed,
-  // then cuptiFinalize. Even so, the graphs a PyTorch server had launched while records were on
-  // failed at their next launches ("unspecified launch failure", H100, driver 580): docs/trace.md.
-  for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
+std::vector<CUcontext> Tracer::synchronize_contexts() {
   std::vector<CUcontext> contexts;
   {
     const std::lock_guard state(state_mutex_);
@@ -482,6 +472,21 @@ void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
     CUcontext popped = nullptr;
     (void)cuCtxPopCurrent(&popped);
   }
+  return contexts;
+}
+
+void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
+  if (data.callbackSite != CUPTI_API_EXIT || t_launch.in_runtime || t_launch.in_driver ||
+      attachment.load() != Attachment::detach_requested)
+    return;
+  Attachment requested = Attachment::detach_requested;
+  if (!attachment.compare_exchange_strong(requested, Attachment::detaching)) return;
+  // The activity kinds off, every context synchronized (once, on the program's thread) so that no
+  // work runs whose records CUPTI still writes, the records flushed, the callbacks unsubscribed,
+  // then cuptiFinalize. Even so, the graphs a PyTorch server had launched while records were on
+  // failed at their next launches ("unspecified launch failure", H100, driver 580): docs/trace.md.
+  for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
+  (void)synchronize_contexts();
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // nothing runs: every record has its end
   clock_without_cupti();
   if (subscriber != nullptr) (void)cuptiUnsubscribe(subscriber);

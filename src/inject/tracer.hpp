@@ -133,6 +133,8 @@ class Tracer {
   std::string detach_reason;
   // At a launch's outermost exit, when a detach was requested: flush CUPTI's buffers, cuptiFinalize.
   void detach_if_requested(const CUpti_CallbackData& data) noexcept;
+  // Every context the program made, each synchronized (made current, synchronized, popped); returned.
+  std::vector<CUcontext> synchronize_contexts();
   // No CUPTI call may be made: CUPTI is being detached or is.
   [[nodiscard]] bool detached() const noexcept {
     const Attachment a = attachment.load();

@@ -21,18 +21,8 @@ void Tracer::finish() noexcept {
   (void)attachment.compare_exchange_strong(requested, Attachment::attached);
   while (attachment.load() == Attachment::detaching) std::this_thread::yield();
   try {
-    std::vector<CUcontext> contexts;
-    if (!detached()) {
-      const std::lock_guard state(state_mutex_);
-      contexts = contexts_;
-    }
     // A forced flush also returns records of work still running (without an end): synchronize first.
-    for (CUcontext c : contexts) {
-      if (cuCtxPushCurrent(c) != CUDA_SUCCESS) continue;
-      (void)cuCtxSynchronize();
-      CUcontext popped = nullptr;
-      (void)cuCtxPopCurrent(&popped);
-    }
+    const std::vector<CUcontext> contexts = detached() ? std::vector<CUcontext>{} : synchronize_contexts();
     if (const CUptiResult s = detached() ? CUPTI_SUCCESS : cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         s != CUPTI_SUCCESS)
       note("the final flush of CUPTI's buffers failed (" + result_text(s) + "): the last records may be missing");
