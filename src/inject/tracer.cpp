@@ -483,8 +483,8 @@ void Tracer::detach_if_requested(const CUpti_CallbackData& data) noexcept {
   if (!attachment.compare_exchange_strong(requested, Attachment::detaching)) return;
   // The activity kinds off, every context synchronized (once, on the program's thread) so that no
   // work runs whose records CUPTI still writes, the records flushed, the callbacks unsubscribed,
-  // then cuptiFinalize. Even so, the graphs a PyTorch server had launched while records were on
-  // failed at their next launches ("unspecified launch failure", H100, driver 580): docs/trace.md.
+  // then cuptiFinalize. Even so, a PyTorch server's next GPU work after it failed ("unspecified
+  // launch failure", H100, driver 580): docs/trace.md.
   for (const CUpti_ActivityKind kind : kActivityKinds) (void)cuptiActivityDisable(kind);
   (void)synchronize_contexts();
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // nothing runs: every record has its end

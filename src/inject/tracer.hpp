@@ -124,7 +124,7 @@ class Tracer {
   // process once that long has passed, to measure what the program pays once no subscriber is left.
   // The flush thread asks (requested); the next graph launch's outermost API exit detaches, as CUPTI
   // asks of cuptiFinalize; from then on nothing of tpgraph calls CUPTI (a CUPTI call would attach it
-  // again). Not safe for every program: a PyTorch server's next graph launches after it failed with
+  // again). Not safe for every program: a PyTorch server's next GPU work after it failed with
   // "unspecified launch failure" (docs/trace.md, "Why CUPTI stays attached").
   // detaching: the flush and cuptiFinalize are under way on the thread that won the request.
   enum class Attachment { attached, detach_requested, detaching, detached };
