@@ -59,7 +59,7 @@ class Recorder {
   [[nodiscard]] bool keeps_last() const { return options_.keep_last > 0; }
   // Only some launches of a graph are recorded (sampling, a launch count): NVTX ranges are kept
   // only where a recorded launch is made inside them (NvtxLog::open_deferred).
-  [[nodiscard]] bool defers_ranges() const { return options_.sample_every > 1 || options_.launches_per_graph > 0; }
+  [[nodiscard]] bool defers_ranges() const { return options_.some_launches(); }
   // The flight recorder, behind a lock of its own: the flush thread adds a buffer's records without
   // holding the tracer's state lock, which the program's launch callbacks take.
   void flight_add_records(const std::vector<tracefile::WireRecord>& records);

@@ -111,9 +111,7 @@ LaunchDecision Window::launch(std::uint32_t exec, std::uint64_t now_ns) {
   return d;
 }
 
-bool Window::activity_between_launches() const {
-  return open_ && options_.sample_every <= 1 && options_.launches_per_graph == 0;
-}
+bool Window::activity_between_launches() const { return open_ && !options_.some_launches(); }
 
 std::vector<WindowEvent> Window::take_events() { return std::exchange(events_, {}); }
 

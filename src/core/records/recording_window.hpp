@@ -38,6 +38,9 @@ struct Options {
   std::uint32_t keep_last = 0;     // flight recorder: launches kept per graph (0: write as recorded)
   std::string dump_on;             // flight recorder: the signal that writes it ("SIGUSR1"), "" none
 
+  // Sampling or a launch count: only some launches of a graph are recorded, so CUPTI's activity is
+  // on only in their calls and NVTX ranges are kept only around them.
+  [[nodiscard]] bool some_launches() const { return sample_every > 1 || launches_per_graph > 0; }
   // No window, no sampling, no flight recorder: record everything as it comes (the default).
   [[nodiscard]] bool records_everything() const {
     return delay_ns == 0 && duration_ns == 0 && launches_per_graph == 0 && range == RangeTrigger::none &&
