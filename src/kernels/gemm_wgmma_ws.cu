@@ -223,8 +223,9 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
     if (f.active) {
       const int sr = RingRaw::stage(gc);
       raw.wait(sr, RingRaw::phase(gc));
-      ws_decode_chunk<kV2, Shape::kProducerTiles>(
-          raw, sr, f.a_lane + static_cast<std::uint32_t>(sa * Shape::kAStageBytes), lane);
+      if constexpr (TPGRAPH_WS_PROBE != 1)
+        ws_decode_chunk<kV2, Shape::kProducerTiles>(
+            raw, sr, f.a_lane + static_cast<std::uint32_t>(sa * Shape::kAStageBytes), lane);
       __syncwarp();  // every lane has read the raw stage: refill it
       if (gc + Shape::kRawStages < b.total) {
         next_raw(sr);
@@ -248,6 +249,7 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
 template <int kN, int kHalves>
 __device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint32_t a_lo, std::uint32_t,
                                              std::uint32_t b_lo) {
+  if constexpr (TPGRAPH_WS_PROBE == 2) return;
   detail::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {

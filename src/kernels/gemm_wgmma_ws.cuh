@@ -24,6 +24,13 @@
 #ifndef TPGRAPH_WS_PRODUCERS
 #define TPGRAPH_WS_PRODUCERS 1
 #endif
+// A probe for telling the roles' rates apart in a variant pack, never a build to use (its outputs are
+// wrong): 1, the producers wait for their NVFP4 chunks and arrive, decoding and storing nothing (the
+// block then runs at its copies' and the consumers' rate); 2, the consumers wait for their stages and
+// release them, issuing no wgmma (the producers' rate).
+#ifndef TPGRAPH_WS_PROBE
+#define TPGRAPH_WS_PROBE 0
+#endif
 
 namespace tpgraph::kernels::gemm {
 
