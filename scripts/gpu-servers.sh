@@ -8,7 +8,8 @@
 # is at 1/3 of it. Results under $OUT: summary.log (step times, report headers, file sizes, costs)
 # and servers.tgz with every trace folder. Arguments pick parts (default all): modes (the recording
 # modes on the server-like example), nvtx (its --nvtx-range run alone), flight (the flight recorder
-# against full tracing, with the reports' cost lines), overhead, cost, analyze.
+# against full tracing, with the reports' cost lines), overhead, cost, analyze. MODES (e.g. "window
+# sample flight") runs only those of the modes part: window sample profiler nvtx full-bounded flight.
 set -uo pipefail
 parts=${*:-modes overhead cost analyze}
 want() { [[ " $parts " == *" $1 "* ]]; }
@@ -58,24 +59,27 @@ fi
 if want modes; then
 log "server-like example: untraced, then each recording mode"
 "${server[@]}" 2>&1 | tail -n 1 | sed 's/^/untraced: /' | tee -a "$OUT/summary.log"
-trace window --delay "$delay" --duration 5 -- "${server[@]}"
-trace sample --sample 100 -- "${server[@]}"
-trace profiler --profiler-range -- "${server[@]}" --profile-from "$delay" --profile-for 5
-trace nvtx --nvtx-range step --launches 100 -- "${server[@]}"
-trace full-bounded --max-file-size 64 -- "${server[@]}"
-# The flight recorder: SIGUSR1 to the traced Python process half-way, then it runs to its end.
-timeout $((SECONDS_RUN * 3 + 120)) "$B/tpgraph" trace --out "$W/flight" --keep-last 200 --dump-on SIGUSR1 -- \
-  "${server[@]}" >"$W/flight.log" 2>&1 &
-tracer=$!
-sleep $((SECONDS_RUN / 2))
-tpgraph_pid=$(pgrep -P "$tracer" | head -n 1)
-pkill -USR1 -P "$tpgraph_pid" python3 || echo "no python3 child of tpgraph to signal" | tee -a "$OUT/summary.log"
-wait "$tracer"
-{
-  echo "-- flight rc=$?: $(grep -m1 'median step' "$W/flight.log")"
-  sed -n '1,/^$/p' "$W/flight/report.md" | head -n 20
-  du -b "$W/flight"/procs/*.tpgt | awk '{print "file bytes", $1}'
-} | tee -a "$OUT/summary.log"
+mode() { [ -z "${MODES:-}" ] || [[ " $MODES " == *" $1 "* ]]; }
+mode window && trace window --delay "$delay" --duration 5 -- "${server[@]}"
+mode sample && trace sample --sample 100 -- "${server[@]}"
+mode profiler && trace profiler --profiler-range -- "${server[@]}" --profile-from "$delay" --profile-for 5
+mode nvtx && trace nvtx --nvtx-range step --launches 100 -- "${server[@]}"
+mode full-bounded && trace full-bounded --max-file-size 64 -- "${server[@]}"
+if mode flight; then
+  # The flight recorder: SIGUSR1 to the traced Python process half-way, then it runs to its end.
+  timeout $((SECONDS_RUN * 3 + 120)) "$B/tpgraph" trace --out "$W/flight" --keep-last 200 --dump-on SIGUSR1 -- \
+    "${server[@]}" >"$W/flight.log" 2>&1 &
+  tracer=$!
+  sleep $((SECONDS_RUN / 2))
+  tpgraph_pid=$(pgrep -P "$tracer" | head -n 1)
+  pkill -USR1 -P "$tpgraph_pid" python3 || echo "no python3 child of tpgraph to signal" | tee -a "$OUT/summary.log"
+  wait "$tracer"
+  {
+    echo "-- flight rc=$?: $(grep -m1 'median step' "$W/flight.log")"
+    sed -n '1,/^$/p' "$W/flight/report.md" | head -n 20
+    du -b "$W/flight"/procs/*.tpgt | awk '{print "file bytes", $1}'
+  } | tee -a "$OUT/summary.log"
+fi
 fi
 
 # plain against traced, alternating: the median of each program's own per-replay or per-step figure.
