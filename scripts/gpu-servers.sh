@@ -50,6 +50,8 @@ if want flight; then
   # buffer's records in the buffer callback): without the flush thread, and with 8 MB buffers.
   trace flight-noflush --keep-last 200 -- env TPGRAPH_INJECT_FLUSH_MS=0 "${server[@]}"
   trace flight-8mb --keep-last 200 -- env TPGRAPH_INJECT_BUFFER_KB=8192 "${server[@]}"
+  # Whether it is the NVTX ring (one step range per step): the flight recorder without NVTX.
+  trace flight-nonvtx --keep-last 200 -- env TPGRAPH_INJECT_NVTX=0 "${server[@]}"
   grep -h "tracing cost, pid" "$W"/flight-*/report.md | tee -a "$OUT/summary.log"
 fi
 if want nvtx && ! want modes; then
