@@ -105,13 +105,19 @@ void Recorder::add_recorded(std::uint32_t correlation_id) {
 }
 
 std::vector<bool> Recorder::keep(const std::vector<tracefile::WireRecord>& records) {
+  // The lock is taken per batch: a buffer holds tens of thousands of records, and every recorded
+  // launch of the program waits for this lock in add_recorded (a batch is some microseconds).
+  constexpr std::size_t kBatch = 256;
   std::vector<bool> out(records.size(), true);
-  const std::lock_guard guard(filter_mutex_);
-  for (std::size_t i = 0; i < records.size(); ++i)
-    if (records[i].graph_node_id != 0 && !recorded_.contains(records[i].correlation_id)) {
-      out[i] = false;
-      ++filtered_;
-    }
+  for (std::size_t begin = 0; begin < records.size(); begin += kBatch) {
+    const std::size_t end = std::min(records.size(), begin + kBatch);
+    const std::lock_guard guard(filter_mutex_);
+    for (std::size_t i = begin; i < end; ++i)
+      if (records[i].graph_node_id != 0 && !recorded_.contains(records[i].correlation_id)) {
+        out[i] = false;
+        ++filtered_;
+      }
+  }
   return out;
 }
 
@@ -154,9 +160,17 @@ void Recorder::flight_add_records(const std::vector<tracefile::WireRecord>& reco
   flight_.add_records(records);
 }
 
-void Recorder::flight_add_launch(const tracefile::WireLaunch& launch) {
+void Recorder::flight_add_launches(const std::vector<tracefile::WireLaunch>& launches) {
   const std::lock_guard guard(flight_mutex_);
-  flight_.add_launch(launch);
+  for (const tracefile::WireLaunch& launch : launches) flight_.add_launch(launch);
+}
+
+void Recorder::flight_add_launches(const std::vector<tracefile::WireLaunch>& launches,
+                                   std::unique_lock<std::mutex>& state) {
+  if (launches.empty()) return;
+  const std::lock_guard guard(flight_mutex_);
+  state.unlock();
+  for (const tracefile::WireLaunch& launch : launches) flight_.add_launch(launch);
 }
 
 recording::FlightRecorder::Dump Recorder::flight_take() {

@@ -63,7 +63,10 @@ class Recorder {
   // The flight recorder, behind a lock of its own: the flush thread adds a buffer's records without
   // holding the tracer's state lock, which the program's launch callbacks take.
   void flight_add_records(const std::vector<tracefile::WireRecord>& records);
-  void flight_add_launch(const tracefile::WireLaunch& launch);
+  void flight_add_launches(const std::vector<tracefile::WireLaunch>& launches);
+  // The same, handed over from the tracer's state lock: the recorder's lock is taken, then `state`
+  // let go, so the program's launch callbacks do not wait while older launches are evicted.
+  void flight_add_launches(const std::vector<tracefile::WireLaunch>& launches, std::unique_lock<std::mutex>& state);
   [[nodiscard]] recording::FlightRecorder::Dump flight_take();
 
   // Window transitions since the last call, as recording chunks.

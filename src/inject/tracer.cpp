@@ -106,7 +106,9 @@ std::size_t Tracer::on_buffer(std::uint8_t* buffer, std::size_t valid_bytes) {
     names_lock.unlock();
     std::unique_lock state(state_mutex_, std::defer_lock);
     if (t_signal_flush ? !state.try_lock() : (state.lock(), false)) return decoded;
-    write_launches_locked(graph_correlations, false);
+    // The launches decided now are filed after the state lock is let go (the recorder's own lock
+    // taken first, so a dump, which takes both, sees them): filing a launch evicts an older one.
+    recorder->flight_add_launches(decide_launches_locked(graph_correlations, false), state);
     return decoded;
   }
   std::unique_lock state(state_mutex_, std::defer_lock);
@@ -200,8 +202,8 @@ void Tracer::write_launches_locked(const std::unordered_set<std::uint32_t>& grap
     (void)writer.write(chunk);
 }
 
-std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t>& graph_correlations,
-                                          bool final_flush) {
+std::vector<WireLaunch> Tracer::decide_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations,
+                                                       bool final_flush) {
   // The choice matters only for a runtime launch whose driver call had an id of its own.
   const auto ambiguous = [](const PendingLaunch& p) {
     return p.runtime_correlation != 0 && p.driver_correlation != 0 && p.runtime_correlation != p.driver_correlation;
@@ -222,7 +224,6 @@ std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t
   if (carried_ == CarriedId::unknown && !final_flush && undecided_.size() < kMaxUndecidedLaunches &&
       std::any_of(undecided_.begin(), undecided_.end(), ambiguous))
     return {};
-  if (undecided_.empty()) return {};
   std::vector<WireLaunch> out;
   out.reserve(undecided_.size());
   for (PendingLaunch& p : undecided_) {
@@ -232,11 +233,18 @@ std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t
     out.push_back(w);
   }
   undecided_.clear();
+  return out;
+}
+
+std::string Tracer::launches_chunk_locked(const std::unordered_set<std::uint32_t>& graph_correlations,
+                                          bool final_flush) {
+  std::vector<WireLaunch> launches = decide_launches_locked(graph_correlations, final_flush);
+  if (launches.empty()) return {};
   if (recorder != nullptr && recorder->keeps_last()) {
-    for (const WireLaunch& w : out) recorder->flight_add_launch(w);
+    recorder->flight_add_launches(launches);
     return {};
   }
-  return tracefile::launches_chunk(out);
+  return tracefile::launches_chunk(launches);
 }
 
 void Tracer::on_context_created(CUcontext context) {

@@ -144,7 +144,12 @@ class Tracer {
  private:
   std::uint32_t intern_locked(const std::string& raw, std::string& chunks);
   void write_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
-  // The launches chunk write_launches_locked writes (empty when there is none to write yet).
+  // The launches whose correlation id is decided, taken from those pending (none while the id a
+  // runtime launch's records carry is not known yet, unless final_flush).
+  std::vector<WireLaunch> decide_launches_locked(const std::unordered_set<std::uint32_t>& graph_correlations,
+                                                 bool final_flush);
+  // The launches chunk write_launches_locked writes (empty when there is none to write yet); under
+  // the flight recorder the launches go to it instead.
   std::string launches_chunk_locked(const std::unordered_set<std::uint32_t>& graph_correlations, bool final_flush);
   // Counts `bytes` of records against --max-file-size: false once the limit is reached (noted once).
   bool admit_records_locked(std::uint64_t bytes);
