@@ -99,25 +99,17 @@ void Recorder::tick(std::uint64_t now_ns) {
   set_activity_locked(window_.activity_between_launches());
 }
 
-void Recorder::add_recorded(std::uint32_t correlation_id) {
-  const std::lock_guard guard(filter_mutex_);
-  recorded_.add(correlation_id);
-}
+void Recorder::add_recorded(std::uint32_t correlation_id) { recorded_.add(correlation_id); }
 
 std::vector<bool> Recorder::keep(const std::vector<tracefile::WireRecord>& records) {
-  // The lock is taken per batch: a buffer holds tens of thousands of records, and every recorded
-  // launch of the program waits for this lock in add_recorded (a batch is some microseconds).
-  constexpr std::size_t kBatch = 256;
   std::vector<bool> out(records.size(), true);
-  for (std::size_t begin = 0; begin < records.size(); begin += kBatch) {
-    const std::size_t end = std::min(records.size(), begin + kBatch);
-    const std::lock_guard guard(filter_mutex_);
-    for (std::size_t i = begin; i < end; ++i)
-      if (records[i].graph_node_id != 0 && !recorded_.contains(records[i].correlation_id)) {
-        out[i] = false;
-        ++filtered_;
-      }
-  }
+  std::uint64_t filtered = 0;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    if (records[i].graph_node_id != 0 && !recorded_.contains(records[i].correlation_id)) {
+      out[i] = false;
+      ++filtered;
+    }
+  filtered_.fetch_add(filtered, std::memory_order_relaxed);
   return out;
 }
 
@@ -142,11 +134,7 @@ std::string Recorder::counts_chunk() {
     left_out = window_.transitions_left_out();
   }
   std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.exec < b.exec; });
-  std::uint64_t filtered = 0;
-  {
-    const std::lock_guard guard(filter_mutex_);
-    filtered = filtered_;
-  }
+  const std::uint64_t filtered = filtered_.load(std::memory_order_relaxed);
   std::uint64_t evicted = 0;
   {
     const std::lock_guard guard(flight_mutex_);

@@ -82,12 +82,11 @@ class Recorder {
   void set_activity_locked(bool on);
 
   recording::Options options_;
-  std::mutex window_mutex_;  // guards window_ and activity_on_; taken before filter_mutex_, never after
+  std::mutex window_mutex_;  // guards window_ and activity_on_
   recording::Window window_;
-  bool activity_on_ = true;  // start_cupti enabled the kinds
-  std::mutex filter_mutex_;
-  recording::RecordedLaunches recorded_;
-  std::uint64_t filtered_ = 0;
+  bool activity_on_ = true;               // start_cupti enabled the kinds
+  recording::RecordedLaunches recorded_;  // lock-free: the launch callbacks add, the record thread asks
+  std::atomic<std::uint64_t> filtered_{0};
   std::mutex flight_mutex_;  // guards flight_; taken after the tracer's state lock, never before
   recording::FlightRecorder flight_;
   SelfCostMeter& cost_;

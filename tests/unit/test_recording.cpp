@@ -219,15 +219,24 @@ TEST_CASE("the report's line says what was recorded", "[recording]") {
   CHECK(Options{}.describe() == "everything");
 }
 
-TEST_CASE("recorded launches are remembered up to a bound, oldest forgotten first", "[recording]") {
-  RecordedLaunches r(3);
+TEST_CASE("recorded launches are remembered until a later id takes their slot, never mistaken", "[recording]") {
+  RecordedLaunches r(3);  // rounded up to 4 slots
   for (std::uint32_t id : {10u, 11u, 12u}) r.add(id);
   CHECK(r.contains(10));
-  r.add(13);
+  CHECK(r.contains(12));
+  CHECK_FALSE(r.contains(13));
+  CHECK_FALSE(r.contains(14));  // 10's slot: a slot answers only for the id it holds
+  r.add(14);
   CHECK_FALSE(r.contains(10));
   CHECK(r.contains(11));
-  CHECK(r.contains(13));
+  CHECK(r.contains(14));
   CHECK_FALSE(r.contains(99));
+  CHECK_FALSE(r.contains(0));  // an empty slot holds 0, which is no correlation id
+  RecordedLaunches wide;
+  for (std::uint32_t id = 1; id <= 100000; id += 7) wide.add(id);
+  CHECK(wide.contains(1));
+  CHECK(wide.contains(99996));
+  CHECK_FALSE(wide.contains(2));
 }
 
 TEST_CASE("the flight recorder keeps the last N launches of each graph with their records", "[recording]") {

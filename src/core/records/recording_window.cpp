@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <bit>
 #include <utility>
 
 namespace tpgraph::recording {
@@ -115,18 +117,17 @@ bool Window::activity_between_launches() const { return open_ && !options_.some_
 
 std::vector<WindowEvent> Window::take_events() { return std::exchange(events_, {}); }
 
-void RecordedLaunches::add(std::uint32_t correlation_id) {
-  if (capacity_ == 0) return;
-  if (ring_.size() < capacity_) {
-    ring_.push_back(correlation_id);
-  } else {
-    const std::uint32_t old = std::exchange(ring_[next_], correlation_id);
-    if (const auto it = present_.find(old); it != present_.end() && --it->second == 0) present_.erase(it);
-    next_ = (next_ + 1) % capacity_;
-  }
-  ++present_[correlation_id];
+RecordedLaunches::RecordedLaunches(std::size_t slots)
+    : mask_(std::bit_ceil(std::max<std::size_t>(slots, 1)) - 1), slots_(new std::atomic<std::uint32_t>[mask_ + 1]) {
+  for (std::size_t i = 0; i <= mask_; ++i) slots_[i].store(0, std::memory_order_relaxed);
 }
 
-bool RecordedLaunches::contains(std::uint32_t correlation_id) const { return present_.count(correlation_id) != 0; }
+void RecordedLaunches::add(std::uint32_t correlation_id) noexcept {
+  slots_[correlation_id & mask_].store(correlation_id, std::memory_order_release);
+}
+
+bool RecordedLaunches::contains(std::uint32_t correlation_id) const noexcept {
+  return correlation_id != 0 && slots_[correlation_id & mask_].load(std::memory_order_acquire) == correlation_id;
+}
 
 }  // namespace tpgraph::recording

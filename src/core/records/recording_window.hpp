@@ -18,7 +18,9 @@
 // otherwise keep it on, and every eager kernel of the program recorded, for as long as the window
 // stays open); off outside the window, so the program runs at its untraced speed there.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -124,19 +126,20 @@ class Window {
 
 // The correlation ids of recorded launches, so graph records of launches that were not recorded
 // (a launch caught half-way at a window's edge, a launch of another thread inside a sampled
-// launch's call) are dropped rather than analysed as incomplete replays. Bounded: the oldest ids
-// are forgotten past `capacity` (records arrive within seconds of their launch).
+// launch's call) are dropped rather than analysed as incomplete replays. Lock-free: the program's
+// launch callbacks add while the record thread asks, neither waits for the other. One slot per id
+// modulo `slots` (a power of two): an id is forgotten once a later id of the same slot is added,
+// `slots` correlation ids on (CUDA calls, not launches; records arrive within seconds of their
+// launch). Never a false "recorded": a slot answers only for the id it holds.
 class RecordedLaunches {
  public:
-  explicit RecordedLaunches(std::size_t capacity = std::size_t{1} << 16) : capacity_(capacity) {}
-  void add(std::uint32_t correlation_id);
-  [[nodiscard]] bool contains(std::uint32_t correlation_id) const;
+  explicit RecordedLaunches(std::size_t slots = std::size_t{1} << 20);
+  void add(std::uint32_t correlation_id) noexcept;
+  [[nodiscard]] bool contains(std::uint32_t correlation_id) const noexcept;
 
  private:
-  std::size_t capacity_;
-  std::vector<std::uint32_t> ring_;
-  std::size_t next_ = 0;
-  std::unordered_map<std::uint32_t, std::uint32_t> present_;  // id -> times in the ring
+  std::size_t mask_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> slots_;  // 0: empty (CUPTI's correlation ids start at 1)
 };
 
 }  // namespace tpgraph::recording
