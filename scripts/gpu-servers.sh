@@ -46,6 +46,9 @@ if want flight; then
   "${server[@]}" 2>&1 | tail -n 1 | sed 's/^/untraced: /' | tee -a "$OUT/summary.log"
   trace flight-full -- "${server[@]}"
   trace flight-keep --keep-last 200 -- "${server[@]}"
+  # The recorder's launch path without the flight recorder: a window open from the start to the end
+  # (every launch recorded and written, as in full tracing, through the same callbacks).
+  trace flight-window --duration 100000 -- "${server[@]}"
   # Whether the cost is CUPTI's buffers handed back inside its flush (the flight recorder files each
   # buffer's records in the buffer callback): without the flush thread, and with 8 MB buffers.
   trace flight-noflush --keep-last 200 -- env TPGRAPH_INJECT_FLUSH_MS=0 "${server[@]}"

@@ -134,6 +134,13 @@ __device__ __forceinline__ void ws_load_b(const WsBlock& b, const CUtensorMap* m
 // core-matrix rows of 8-row groups 2j and 2j + 1 (1024 bytes apart), k16 step kk's two 8-column
 // halves core matrices 2kk and 2kk + 1 (128 bytes apart); lane (g, t) writes bytes 16g + 4t of each
 // (`a_lane`): a warp's 32 words of one store fill 128 contiguous bytes, no bank conflicts.
+//
+// TPGRAPH_WS_A_SWIZZLE: row r of the 64-row group at 128 r, its 16-byte piece p at 16 (p ^ r % 8).
+// Lane (g, t)'s words of step kk are rows g and g + 8 (r % 8 = g) in pieces 2kk and 2kk + 1, at
+// 4t within the piece; `a_lane` holds 128 g + 16 g + 4t, so a piece's address is a_lane ^ 16p (the
+// stage, group and tile offsets are multiples of 1024 and leave bits 4-6 alone): one XOR per piece
+// and step, shared by the tiles. A warp's 32 words of one store fill 8 rows' piece (2kk) ^ g:
+// 32 banks, no conflicts.
 template <bool kV2, int kTilesPerWarp, typename Raw>
 __device__ __forceinline__ void ws_decode_chunk(const Raw& raw, int stage, std::uint32_t a_lane, int lane) {
 #pragma unroll kWsUnroll
@@ -143,11 +150,21 @@ __device__ __forceinline__ void ws_decode_chunk(const Raw& raw, int stage, std::
     for (int kk = 0; kk < 4; ++kk) {
       std::uint32_t a[4];
       detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+#if TPGRAPH_WS_A_SWIZZLE
+      const std::uint32_t lo = (a_lane ^ static_cast<std::uint32_t>(32 * kk)) + static_cast<std::uint32_t>(j * 2048);
+      const std::uint32_t hi =
+          (a_lane ^ static_cast<std::uint32_t>(32 * kk + 16)) + static_cast<std::uint32_t>(j * 2048);
+      detail::sts32(lo, a[0]);
+      detail::sts32(lo + 1024, a[1]);
+      detail::sts32(hi, a[2]);
+      detail::sts32(hi + 1024, a[3]);
+#else
       const std::uint32_t at = a_lane + static_cast<std::uint32_t>(j * 2048 + kk * 256);
       detail::sts32(at, a[0]);
       detail::sts32(at + 1024, a[1]);
       detail::sts32(at + 128, a[2]);
       detail::sts32(at + 1024 + 128, a[3]);
+#endif
     }
   }
 }
@@ -172,7 +189,9 @@ __device__ __forceinline__ WsFeed ws_feed(const GemmArgs& args, const WsBlock& b
   f.matrix = (group.partner ? args.partner_weights : args.weights) +
              static_cast<std::int64_t>(b.work.expert) * args.out_rows * b.chunks * kChunkBytes;
   f.tile = group.tile0 + tile % 4;
-  f.a_lane = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(q * kWsHalfBytes + (tile % 4) * 2048 + 4 * lane);
+  const int g = lane / 4;
+  const int in_tile = TPGRAPH_WS_A_SWIZZLE ? 128 * g + 16 * g + 4 * (lane % 4) : 4 * lane;  // 4 lane = 16 g + 4 t
+  f.a_lane = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(q * kWsHalfBytes + (tile % 4) * 2048 + in_tile);
   f.a_full = TPGRAPH_WS_AT(b, a_full) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
   f.a_empty = TPGRAPH_WS_AT(b, a_empty) + static_cast<std::uint32_t>((q / 2) * Shape::kAStages * 8);
   f.active = group.active;
@@ -255,9 +274,13 @@ __device__ __forceinline__ void ws_mma_chunk(float (&acc)[2][kN / 2], std::uint3
   for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
-      detail::Wgmma<kN>::mma_ss(
-          acc[h], detail::smem_desc_interleave_lo(a_lo + static_cast<std::uint32_t>(h * (kWsHalfBytes >> 4) + 16 * kk)),
-          detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
+      const std::uint32_t a_half = a_lo + static_cast<std::uint32_t>(h * (kWsHalfBytes >> 4));
+#if TPGRAPH_WS_A_SWIZZLE
+      const std::uint64_t a_desc = detail::smem_desc_sw128_lo(a_half + static_cast<std::uint32_t>(2 * kk));
+#else
+      const std::uint64_t a_desc = detail::smem_desc_interleave_lo(a_half + static_cast<std::uint32_t>(16 * kk));
+#endif
+      detail::Wgmma<kN>::mma_ss(acc[h], a_desc, detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
     }
   }
   detail::wgmma_commit();
@@ -338,7 +361,7 @@ struct WsReads {
   std::uint32_t b_empty;
   std::uint32_t a_full;  // this consumer's
   std::uint32_t a_empty;
-  std::uint32_t a_lo;   // A stage 0, half 0 (interleaved)
+  std::uint32_t a_lo;   // A stage 0, half 0: the descriptor's low word (TPGRAPH_WS_A_SWIZZLE's layout)
   std::uint32_t a_ldm;  // A stage 0, half 0: this lane's ldmatrix row in its warp's tile (TPGRAPH_WGMMA_WS_RS)
   std::uint32_t b_lo;   // B stage 0 (128-byte swizzle)
 };
@@ -354,7 +377,8 @@ __device__ __forceinline__ WsReads ws_reads(const WsBlock& b, int consumer) {
                  TPGRAPH_WS_AT(b, b_empty),
                  TPGRAPH_WS_AT(b, a_full) + own,
                  TPGRAPH_WS_AT(b, a_empty) + own,
-                 detail::smem_desc_interleave_lo_of(a_half0),
+                 TPGRAPH_WS_A_SWIZZLE ? detail::smem_desc_sw128_lo_of(a_half0)
+                                      : detail::smem_desc_interleave_lo_of(a_half0),
                  a_half0 + ldm_row,
                  detail::smem_desc_sw128_lo_of(TPGRAPH_WS_AT(b, b_ring))};
 }

@@ -24,6 +24,15 @@
 #ifndef TPGRAPH_WS_PRODUCERS
 #define TPGRAPH_WS_PRODUCERS 1
 #endif
+// The decoded weights' shared-memory layout: 0, interleaved core matrices without swizzle (below,
+// gemm_wgmma_ws.cu); 1, rows of 128 bytes with the 128-byte swizzle, the layout the routed rows' tensor
+// copies write, read by wgmma with the same kind of descriptor.
+#ifndef TPGRAPH_WS_A_SWIZZLE
+#define TPGRAPH_WS_A_SWIZZLE 0
+#endif
+#if TPGRAPH_WS_A_SWIZZLE && defined(TPGRAPH_WGMMA_WS_RS)
+#error "TPGRAPH_WGMMA_WS_RS loads A with ldmatrix from the interleaved layout: not with TPGRAPH_WS_A_SWIZZLE"
+#endif
 // A probe for telling the roles' rates apart in a variant pack, never a build to use (its outputs are
 // wrong): 1, the producers wait for their NVFP4 chunks and arrive, decoding and storing nothing (the
 // block then runs at its copies' and the consumers' rate); 2, the consumers wait for their stages and
@@ -74,7 +83,7 @@ struct WsStorage {
   using Shape = WsShape<kConsumers>;
   float xs[kWsXsBytes / 4];
   std::uint8_t b_ring[Shape::kBStages][kWsBStageBytes];                  // 128-byte swizzle (tensor copies)
-  std::uint8_t a_stages[Shape::kAStages][2 * kConsumers][kWsHalfBytes];  // interleaved, per 64-row group
+  std::uint8_t a_stages[Shape::kAStages][2 * kConsumers][kWsHalfBytes];  // per 64-row group (TPGRAPH_WS_A_SWIZZLE)
   std::uint8_t raw[Shape::kProducerWarps][Shape::kRawStages][Shape::kRawStageBytes];  // per producer warp
   std::uint64_t b_full[Shape::kBStages];                                              // the routed rows have landed
   std::uint64_t b_empty[Shape::kBStages];              // every consumer warp's wgmmas that read them are complete
@@ -93,7 +102,8 @@ constexpr int ws_smem_bytes() {
              ? static_cast<int>(sizeof(WsStorage<kConsumers>))
              : static_cast<int>(sizeof(WsStagedOutputs<kConsumers>));
 }
-static_assert(offsetof(WsStorage<2>, b_ring) % 1024 == 0 && offsetof(WsStorage<1>, b_ring) % 1024 == 0,
+static_assert(offsetof(WsStorage<2>, b_ring) % 1024 == 0 && offsetof(WsStorage<1>, b_ring) % 1024 == 0 &&
+                  offsetof(WsStorage<2>, a_stages) % 1024 == 0 && offsetof(WsStorage<1>, a_stages) % 1024 == 0,
               "the swizzled stages are 1024-byte aligned");
 static_assert(offsetof(WsStorage<2>, b_empty) == offsetof(WsStorage<2>, b_full) + 8 * WsShape<2>::kBStages &&
                   offsetof(WsStorage<2>, raw_full) + sizeof(WsStorage<2>::raw_full) == sizeof(WsStorage<2>),
