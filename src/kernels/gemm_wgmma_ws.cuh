@@ -40,6 +40,9 @@
 #ifndef TPGRAPH_WS_PROBE
 #define TPGRAPH_WS_PROBE 0
 #endif
+#if TPGRAPH_WS_PROBE == 2 && defined(TPGRAPH_WGMMA_WS_RS)
+#error "TPGRAPH_WS_PROBE=2 leaves out the shared-memory wgmmas only: not with TPGRAPH_WGMMA_WS_RS"
+#endif
 
 namespace tpgraph::kernels::gemm {
 
