@@ -97,6 +97,7 @@ __device__ __forceinline__ void ws_prepare(const GemmArgs& args, const WsBlock& 
     }
     for (int s = 0; s < Shape::kProducerWarps * Shape::kRawStages; ++s)
       detail::mbar_init(TPGRAPH_WS_AT(b, raw_full) + 8 * s, 1);
+    for (int s = 0; s < Shape::kRawStages; ++s) detail::mbar_init(TPGRAPH_WS_AT(b, raw_empty) + 8 * s, 4 * kConsumers);
     detail::fence_mbarrier_init();
   }
   const float ts = args.tensor_scale[b.work.expert];
@@ -255,6 +256,61 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
     detail::fence_proxy_async_shared();  // the decoded words are visible to wgmma (the async proxy)
     __syncwarp();
     if (lane == 0) detail::mbar_arrive(f.a_full + 8 * sa);
+  }
+}
+
+// TPGRAPH_WS_CONSUMER_DECODE (layout v2): the producers only copy. Warp 0's lanes 0 .. kTiles - 1
+// bring tile L's unit of every chunk into raw stage gc % kRawStages (the stages read as one ring of
+// kTiles units each, its full barrier raw_full[0][s], one arrival with the bytes of the active
+// groups' tiles), once every consumer warp has taken its fragments of the stage's previous chunk;
+// warp 1's lane 0 issues the routed rows' copies, kBStages - 1 chunks ahead. Warps 2 and 3 wait at
+// the retirement.
+template <int kConsumers, bool kPair>
+__device__ __forceinline__ void ws_copy(const GemmArgs& args, const CUtensorMap* map, const WsBlock& b) {
+  using Shape = WsShape<kConsumers>;
+  using RingRaw = RingOrder<Shape::kRawStages>;
+  constexpr int kStageBytes = Shape::kTiles * kUnitBytes;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp == 1) {
+    if (lane == 0) {
+      int c = 0;
+      for (int gc = 0; gc < b.total; ++gc) {
+        ws_load_b<kConsumers>(b, map, gc, c);
+        if (++c == b.chunks) c = 0;
+      }
+    }
+    __syncwarp();  // converged at the retirement's barriers
+  }
+  if (warp != 0) return;
+  int bytes = 0;
+#pragma unroll
+  for (int q = 0; q < 2 * kConsumers; ++q)
+    if (ws_group<kConsumers, kPair>(args, b, q).active) bytes += 4 * kUnitBytes;
+  const WsGroup group = ws_group<kConsumers, kPair>(args, b, lane < Shape::kTiles ? lane / 4 : 0);
+  const bool copies = lane < Shape::kTiles && group.active;
+  const std::uint8_t* first =
+      (group.partner ? args.partner_weights : args.weights) +
+      (static_cast<std::int64_t>(b.work.expert) * args.out_rows + 16 * (group.tile0 + lane % 4)) * b.chunks *
+          kChunkBytes;  // the lane's tile stream, row block 0, chunk 0 (16 rows x kChunkBytes = one unit)
+  const std::uint32_t dst = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>(lane * kUnitBytes);
+  const std::uint32_t full = TPGRAPH_WS_AT(b, raw_full);
+  const std::uint32_t empty = TPGRAPH_WS_AT(b, raw_empty);
+  int item = 0;
+  int c = 0;
+  for (int gc = 0; gc < b.total; ++gc) {
+    const int s = RingRaw::stage(gc);
+    if (gc >= Shape::kRawStages) detail::mbar_wait(empty + 8 * s, RingRaw::phase(gc) ^ 1u);
+    if (lane == 0) detail::mbar_expect_tx(full + 8 * s, bytes);
+    if (copies) {
+      detail::bulk_copy(dst + static_cast<std::uint32_t>(s * kStageBytes),
+                        first + (static_cast<std::int64_t>(item) * Shape::kTiles * b.chunks + c) * kUnitBytes,
+                        kUnitBytes, full + 8 * s);
+    }
+    if (++c == b.chunks) {
+      c = 0;
+      ++item;
+    }
   }
 }
 
@@ -422,9 +478,72 @@ __device__ __forceinline__ void ws_consume_chunks(const GemmArgs& args, float (&
   detail::wgmma_wait<0>();
 }
 
+// TPGRAPH_WS_CONSUMER_DECODE: a consumer warpgroup's chunks with its warps decoding their tiles
+// (warp w: tile w of each active half, unit 4 (2 consumer + h) + w of a raw stage) into the register
+// A operand, as gemm_wgmma.cu does with one. Per chunk: the routed rows and the NVFP4 stage landed,
+// the fragments read and the raw stage released at once; per k16 step the halves' decode, one wgmma
+// each, one group; once a step is in flight the previous step's group is complete, so at the first
+// step the previous chunk's routed-row stage is released.
+template <int kConsumers, int kN, int kHalves>
+__device__ __forceinline__ void ws_decode_chunks(const GemmArgs& args, float (&acc)[2][kN / 2], const WsBlock& b,
+                                                 const WsReads& r, const WsGroup (&group)[2], const float* xs_s,
+                                                 int consumer) {
+  using Shape = WsShape<kConsumers>;
+  using RingRaw = RingOrder<Shape::kRawStages>;
+  using RingB = RingOrder<Shape::kBStages>;
+  constexpr int kStageBytes = Shape::kTiles * kUnitBytes;
+  const int lane = threadIdx.x % 32;
+  const int w = (threadIdx.x / 32) % 4;
+  const std::uint32_t unit = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>((8 * consumer + w) * kUnitBytes);
+  const std::uint32_t full = TPGRAPH_WS_AT(b, raw_full);
+  const std::uint32_t empty = TPGRAPH_WS_AT(b, raw_empty);
+  int gc = 0;
+  for (int item = 0; item < b.work.items; ++item) {
+    for (int c = 0; c < b.chunks; ++c, ++gc) {
+      const int sb = RingB::stage(gc);
+      const int sr = RingRaw::stage(gc);
+      const std::uint32_t previous_b = r.b_empty + 8 * (sb == 0 ? Shape::kBStages - 1 : sb - 1);
+      detail::mbar_wait(full + 8 * sr, RingRaw::phase(gc));
+      Fragment f[2];
+#pragma unroll
+      for (int h = 0; h < kHalves; ++h)
+        f[h] = load_unit_fragment(unit + static_cast<std::uint32_t>(sr * kStageBytes + h * 4 * kUnitBytes), lane);
+      __syncwarp();
+      if (lane == 0) detail::mbar_arrive(empty + 8 * sr);
+      detail::mbar_wait(r.b_full + 8 * sb, RingB::phase(gc));
+      if constexpr (kHalves == 0) {
+        if (gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
+      } else {
+        const std::uint32_t b_lo = r.b_lo + static_cast<std::uint32_t>(sb * (kWsBStageBytes >> 4));
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          std::uint32_t a[2][4];
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h)
+            detail::decode_a_fragment<true>(word_of(f[h], kk), f[h].scales.x, f[h].scales.y, kk, a[h]);
+          detail::wgmma_fence();
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h)
+            detail::Wgmma<kN>::mma(acc[h], a[h], detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
+          detail::wgmma_commit();
+          detail::wgmma_wait<1>();
+          if (kk == 0 && gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
+        }
+      }
+    }
+    if (item + 1 == b.work.items) break;
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      const int tile = group[h].tile0 + item * Shape::kTiles + w;
+      store_row_block<kN>(args, acc[h], xs_s, b.work.begin, b.work.rows, tile, lane / 4, lane % 4);
+    }
+  }
+  detail::wgmma_wait<0>();
+}
+
 // One consumer warpgroup: its chunks, then the block's retirement and its share of the staged
 // outputs.
-template <int kConsumers, int kN, bool kPair>
+template <int kConsumers, int kN, bool kPair, bool kDecode>
 __device__ __forceinline__ void ws_consume(const GemmArgs& args, std::uint8_t* smem) {
   const WsBlock b = ws_block_of<kConsumers>(args, smem);
   const int consumer = threadIdx.x / 128 - WsShape<kConsumers>::kProducerGroups;
@@ -435,7 +554,15 @@ __device__ __forceinline__ void ws_consume(const GemmArgs& args, std::uint8_t* s
   float acc[2][kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[0][i] = acc[1][i] = 0.0f;
-  if (group[1].active) {  // an active half 1 has an active half 0
+  if constexpr (kDecode) {
+    if (group[1].active) {  // an active half 1 has an active half 0
+      ws_decode_chunks<kConsumers, kN, 2>(args, acc, b, r, group, xs_s, consumer);
+    } else if (group[0].active) {
+      ws_decode_chunks<kConsumers, kN, 1>(args, acc, b, r, group, xs_s, consumer);
+    } else {
+      ws_decode_chunks<kConsumers, kN, 0>(args, acc, b, r, group, xs_s, consumer);
+    }
+  } else if (group[1].active) {
     ws_consume_chunks<kConsumers, kN, 2>(args, acc, b, r, group, xs_s);
   } else if (group[0].active) {
     ws_consume_chunks<kConsumers, kN, 1>(args, acc, b, r, group, xs_s);
@@ -445,19 +572,19 @@ __device__ __forceinline__ void ws_consume(const GemmArgs& args, std::uint8_t* s
   ws_consumer_retire<kConsumers, kN>(args, acc, smem, b, group, consumer);
 }
 
-template <int kConsumers, bool kPair>
+template <int kConsumers, bool kPair, bool kDecode>
 __device__ __forceinline__ void ws_consume_rows(const GemmArgs& args, std::uint8_t* smem, int rows) {
   switch ((rows + 15) / 16) {
-    case 1: return ws_consume<kConsumers, 16, kPair>(args, smem);
-    case 2: return ws_consume<kConsumers, 32, kPair>(args, smem);
-    case 3: return ws_consume<kConsumers, 48, kPair>(args, smem);
-    case 4: return ws_consume<kConsumers, 64, kPair>(args, smem);
-    case 5: return ws_consume<kConsumers, 80, kPair>(args, smem);
-    case 6: return ws_consume<kConsumers, 96, kPair>(args, smem);
-    case 7: return ws_consume<kConsumers, 112, kPair>(args, smem);
-    case 8: return ws_consume<kConsumers, 128, kPair>(args, smem);
-    case 9: return ws_consume<kConsumers, 144, kPair>(args, smem);
-    case 10: return ws_consume<kConsumers, 160, kPair>(args, smem);
+    case 1: return ws_consume<kConsumers, 16, kPair, kDecode>(args, smem);
+    case 2: return ws_consume<kConsumers, 32, kPair, kDecode>(args, smem);
+    case 3: return ws_consume<kConsumers, 48, kPair, kDecode>(args, smem);
+    case 4: return ws_consume<kConsumers, 64, kPair, kDecode>(args, smem);
+    case 5: return ws_consume<kConsumers, 80, kPair, kDecode>(args, smem);
+    case 6: return ws_consume<kConsumers, 96, kPair, kDecode>(args, smem);
+    case 7: return ws_consume<kConsumers, 112, kPair, kDecode>(args, smem);
+    case 8: return ws_consume<kConsumers, 128, kPair, kDecode>(args, smem);
+    case 9: return ws_consume<kConsumers, 144, kPair, kDecode>(args, smem);
+    case 10: return ws_consume<kConsumers, 160, kPair, kDecode>(args, smem);
     default: __trap();
   }
 }
@@ -509,17 +636,22 @@ template <bool kV2, int kConsumers, bool kPair>
 __device__ __forceinline__ void ws_block(const GemmArgs& args, const CUtensorMap* map, std::uint8_t* smem,
                                          const BlockWork& work) {
   using Shape = WsShape<kConsumers>;
+  constexpr bool kDecodeInConsumers = kV2 && TPGRAPH_WS_CONSUMER_DECODE;
   auto& shared = *reinterpret_cast<WsStorage<kConsumers>*>(smem);
   ws_prepare<kConsumers, kPair>(args, ws_block_of<kConsumers>(args, smem), shared.xs, shared.xs + kWgmmaMaxTokens);
   const int rows = work.rows;
   if (threadIdx.x < Shape::kProducerThreads) {
     detail::setmaxnreg_dec<Shape::kProducerRegs>();
     const WsBlock b = ws_block_of<kConsumers>(args, smem);
-    ws_produce<kV2, kConsumers, kPair>(args, map, b);
+    if constexpr (kDecodeInConsumers) {
+      ws_copy<kConsumers, kPair>(args, map, b);
+    } else {
+      ws_produce<kV2, kConsumers, kPair>(args, map, b);
+    }
     ws_producer_retire<kConsumers>(b);
   } else {
     detail::setmaxnreg_inc<Shape::kConsumerRegs>();
-    ws_consume_rows<kConsumers, kPair>(args, smem, rows);
+    ws_consume_rows<kConsumers, kPair, kDecodeInConsumers>(args, smem, rows);
   }
   ws_store_staged<kConsumers, kPair>(args, smem, block_work(args));
 }

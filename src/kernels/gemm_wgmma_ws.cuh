@@ -43,6 +43,20 @@
 #if TPGRAPH_WS_PROBE == 2 && defined(TPGRAPH_WGMMA_WS_RS)
 #error "TPGRAPH_WS_PROBE=2 leaves out the shared-memory wgmmas only: not with TPGRAPH_WGMMA_WS_RS"
 #endif
+// Where layout v2's weights are decoded: 0, by the producer warps into shared memory (the design
+// gemm_wgmma_ws.cu describes); 1, by the consumer warps into wgmma's register A operand, as in
+// gemm_wgmma.cu, the producers only issuing copies: the NVFP4 chunks of all the block's tiles into
+// one ring (the `raw` stages read as kRawStages stages of kTiles units, raw_full / raw_empty) and the
+// routed rows. The decoded weights then never pass through shared memory (docs/kernel-notes.md: the
+// 64 KB a chunk that bound the design above), and each consumer warp decodes two tiles per k16 step
+// for two wgmmas with 216 registers, where a warp of gemm_wgmma.cu decodes one at 128. Layout v1
+// keeps the producers' decode (its cp.async copies complete per lane, not on a barrier).
+#ifndef TPGRAPH_WS_CONSUMER_DECODE
+#define TPGRAPH_WS_CONSUMER_DECODE 0
+#endif
+#if TPGRAPH_WS_CONSUMER_DECODE && (defined(TPGRAPH_WGMMA_WS_RS) || TPGRAPH_WS_PROBE != 0)
+#error "TPGRAPH_WS_CONSUMER_DECODE: not with TPGRAPH_WGMMA_WS_RS or TPGRAPH_WS_PROBE"
+#endif
 
 namespace tpgraph::kernels::gemm {
 
@@ -93,6 +107,7 @@ struct WsStorage {
   std::uint64_t a_full[kConsumers][Shape::kAStages];   // the consumer's producer warps have decoded
   std::uint64_t a_empty[kConsumers][Shape::kAStages];  // the consumer's wgmmas that read it are complete
   std::uint64_t raw_full[Shape::kProducerWarps][Shape::kRawStages];  // a producer warp's units have landed
+  std::uint64_t raw_empty[Shape::kRawStages];  // TPGRAPH_WS_CONSUMER_DECODE: every consumer warp has its fragments
 };
 template <int kConsumers>
 struct WsStagedOutputs {  // the last row block's outputs, over the storage once it is retired
@@ -109,7 +124,7 @@ static_assert(offsetof(WsStorage<2>, b_ring) % 1024 == 0 && offsetof(WsStorage<1
                   offsetof(WsStorage<2>, a_stages) % 1024 == 0 && offsetof(WsStorage<1>, a_stages) % 1024 == 0,
               "the swizzled stages are 1024-byte aligned");
 static_assert(offsetof(WsStorage<2>, b_empty) == offsetof(WsStorage<2>, b_full) + 8 * WsShape<2>::kBStages &&
-                  offsetof(WsStorage<2>, raw_full) + sizeof(WsStorage<2>::raw_full) == sizeof(WsStorage<2>),
+                  offsetof(WsStorage<2>, raw_empty) + sizeof(WsStorage<2>::raw_empty) == sizeof(WsStorage<2>),
               "the barriers are one array from b_full to the end");
 static_assert(ws_smem_bytes<2>() <= 227 * 1024 && 2 * (ws_smem_bytes<1>() + 1024) <= 228 * 1024,
               "tile 4 fits one block per SM, tile 3 two");
