@@ -42,6 +42,16 @@ namespace tpgraph::kernels::gemm {
 namespace {
 
 constexpr int kWsBarrierRetire = 1;  // named barrier of the retiring steps (0 is __syncthreads')
+// TPGRAPH_WS_CONSUMER_DECODE's consumers: the k16 steps' wgmma groups in flight (1 or 2), and
+// whether the next chunk's fragments are read during the current chunk (TPGRAPH_WS_CD_AHEAD=1).
+#ifndef TPGRAPH_WS_CD_PENDING
+#define TPGRAPH_WS_CD_PENDING 1
+#endif
+#ifndef TPGRAPH_WS_CD_AHEAD
+#define TPGRAPH_WS_CD_AHEAD 0
+#endif
+constexpr int kWsCdPending = TPGRAPH_WS_CD_PENDING;
+static_assert(kWsCdPending == 1 || kWsCdPending == 2);
 
 // What both roles know of the block: its work item and its shared memory's addresses.
 struct WsBlock {
@@ -497,24 +507,33 @@ __device__ __forceinline__ void ws_decode_chunks(const GemmArgs& args, float (&a
   const std::uint32_t unit = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>((8 * consumer + w) * kUnitBytes);
   const std::uint32_t full = TPGRAPH_WS_AT(b, raw_full);
   const std::uint32_t empty = TPGRAPH_WS_AT(b, raw_empty);
+  // Chunk n's fragments into registers, its raw stage released.
+  auto take = [&](int n, Fragment(&f)[2]) {
+    const int sr = RingRaw::stage(n);
+    detail::mbar_wait(full + 8 * sr, RingRaw::phase(n));
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h)
+      f[h] = load_unit_fragment(unit + static_cast<std::uint32_t>(sr * kStageBytes + h * 4 * kUnitBytes), lane);
+    __syncwarp();
+    if (lane == 0) detail::mbar_arrive(empty + 8 * sr);
+  };
+  Fragment f[2];
+  if constexpr (TPGRAPH_WS_CD_AHEAD) take(0, f);
   int gc = 0;
   for (int item = 0; item < b.work.items; ++item) {
     for (int c = 0; c < b.chunks; ++c, ++gc) {
       const int sb = RingB::stage(gc);
-      const int sr = RingRaw::stage(gc);
       const std::uint32_t previous_b = r.b_empty + 8 * (sb == 0 ? Shape::kBStages - 1 : sb - 1);
-      detail::mbar_wait(full + 8 * sr, RingRaw::phase(gc));
-      Fragment f[2];
-#pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-        f[h] = load_unit_fragment(unit + static_cast<std::uint32_t>(sr * kStageBytes + h * 4 * kUnitBytes), lane);
-      __syncwarp();
-      if (lane == 0) detail::mbar_arrive(empty + 8 * sr);
+      if constexpr (!TPGRAPH_WS_CD_AHEAD) take(gc, f);
       detail::mbar_wait(r.b_full + 8 * sb, RingB::phase(gc));
       if constexpr (kHalves == 0) {
         if (gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
+        if constexpr (TPGRAPH_WS_CD_AHEAD) {
+          if (gc + 1 < b.total) take(gc + 1, f);
+        }
       } else {
         const std::uint32_t b_lo = r.b_lo + static_cast<std::uint32_t>(sb * (kWsBStageBytes >> 4));
+        Fragment next[2];
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           std::uint32_t a[2][4];
@@ -526,8 +545,15 @@ __device__ __forceinline__ void ws_decode_chunks(const GemmArgs& args, float (&a
           for (int h = 0; h < kHalves; ++h)
             detail::Wgmma<kN>::mma(acc[h], a[h], detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
           detail::wgmma_commit();
-          detail::wgmma_wait<1>();
-          if (kk == 0 && gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
+          detail::wgmma_wait<kWsCdPending>();
+          if (kk == kWsCdPending - 1 && gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
+          if constexpr (TPGRAPH_WS_CD_AHEAD) {
+            if (kk == 1 && gc + 1 < b.total) take(gc + 1, next);
+          }
+        }
+        if constexpr (TPGRAPH_WS_CD_AHEAD) {
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h) f[h] = next[h];
         }
       }
     }
