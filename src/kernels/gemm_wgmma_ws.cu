@@ -35,6 +35,8 @@
 
 #include "kernels/gemm_common.cuh"
 #include "kernels/gemm_wgmma_ws.cuh"
+#include "kernels/gemm_wgmma_ws_block.cuh"
+#include "kernels/gemm_wgmma_ws_decode.cuh"
 #include "kernels/gemm_wgmma_ws_raw.cuh"
 #include "kernels/launch.cuh"
 
@@ -42,103 +44,7 @@ namespace tpgraph::kernels::gemm {
 namespace {
 
 constexpr int kWsBarrierRetire = 1;  // named barrier of the retiring steps (0 is __syncthreads')
-// TPGRAPH_WS_CONSUMER_DECODE's consumers: the k16 steps' wgmma groups in flight (1 or 2), and
-// whether the next chunk's fragments are read during the current chunk (TPGRAPH_WS_CD_AHEAD=1).
-#ifndef TPGRAPH_WS_CD_PENDING
-#define TPGRAPH_WS_CD_PENDING 1
-#endif
-#ifndef TPGRAPH_WS_CD_AHEAD
-#define TPGRAPH_WS_CD_AHEAD 0
-#endif
-constexpr int kWsCdPending = TPGRAPH_WS_CD_PENDING;
-static_assert(kWsCdPending == 1 || kWsCdPending == 2);
-
-// What both roles know of the block: its work item and its shared memory's addresses.
-struct WsBlock {
-  BlockWork work;
-  int chunks;          // per row block
-  int total;           // chunks * items
-  int partial_groups;  // 64-row groups of this GEMM in a pair block
-  std::uint32_t base;  // shared-window address of the storage
-};
-// The block's work item and its shared memory, read again where a role needs them: nothing is
-// kept live across setmaxnreg and the routed-row switch (ptxas spilled such values).
-template <int kConsumers>
-__device__ __forceinline__ WsBlock ws_block_of(const GemmArgs& args, const std::uint8_t* smem) {
-  const BlockWork work = block_work(args);
-  const int chunks = args.in_cols / kChunkElems;
-  return WsBlock{work, chunks, chunks * work.items, (args.out_rows % WsShape<kConsumers>::kRows) / 64,
-                 detail::smem_address(smem)};
-}
-
-// The shared-window address of a member of the storage (kConsumers from the enclosing template).
-#define TPGRAPH_WS_AT(block, member) \
-  ((block).base + static_cast<std::uint32_t>(offsetof(WsStorage<kConsumers>, member)))
-
-// 64-row group q of the block (a producer warp's tiles, a consumer's half): its first tile in
-// item 0, whether it takes the partner's rows (pair blocks: the groups from partial_groups on),
-// and whether it has weights at all (as in gemm_wgmma.cu, a group past the last weight row only
-// keeps the barriers' counts).
-struct WsGroup {
-  int tile0;
-  bool partner;
-  bool active;
-};
-template <int kConsumers, bool kPair>
-__device__ __forceinline__ WsGroup ws_group(const GemmArgs& args, const WsBlock& b, int q) {
-  const bool partner = kPair && q >= b.partial_groups;
-  const int tile0 = b.work.row_block * WsShape<kConsumers>::kTiles + 4 * q - (partner ? 4 * b.partial_groups : 0);
-  return WsGroup{tile0, partner, tile0 < args.out_rows / 16};
-}
-
-// The barriers (thread 0) and the routed rows' scales (xs * ts * 2^14, as gemm_wgmma.cu), before
-// anyone uses them.
-template <int kConsumers, bool kPair>
-__device__ __forceinline__ void ws_prepare(const GemmArgs& args, const WsBlock& b, float* xs_s, float* xs_partner) {
-  using Shape = WsShape<kConsumers>;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Shape::kBStages; ++s) {
-      detail::mbar_init(TPGRAPH_WS_AT(b, b_full) + 8 * s, 1);
-      detail::mbar_init(TPGRAPH_WS_AT(b, b_empty) + 8 * s, 4 * kConsumers);
-    }
-    for (int s = 0; s < kConsumers * Shape::kAStages; ++s) {
-      detail::mbar_init(TPGRAPH_WS_AT(b, a_full) + 8 * s, Shape::kFeeders);
-      detail::mbar_init(TPGRAPH_WS_AT(b, a_empty) + 8 * s, 4);
-    }
-    for (int s = 0; s < Shape::kProducerWarps * Shape::kRawStages; ++s)
-      detail::mbar_init(TPGRAPH_WS_AT(b, raw_full) + 8 * s, 1);
-    for (int s = 0; s < Shape::kRawStages; ++s) detail::mbar_init(TPGRAPH_WS_AT(b, raw_empty) + 8 * s, 4 * kConsumers);
-    detail::fence_mbarrier_init();
-  }
-  const float ts = args.tensor_scale[b.work.expert];
-  const float ts_partner = kPair ? args.partner_tensor_scale[b.work.expert] : 0.0f;
-  for (int n = threadIdx.x; n < kWgmmaMaxTokens; n += Shape::kThreads) {
-    const bool in = n < b.work.rows;
-    xs_s[n] = in ? __fmul_rn(__fmul_rn(args.xs[b.work.begin + n], ts), 16384.0f) : 0.0f;
-    if (kPair) xs_partner[n] = in ? __fmul_rn(__fmul_rn(args.xs[b.work.begin + n], ts_partner), 16384.0f) : 0.0f;
-  }
-  __syncthreads();
-}
-
 // ---- the producer warpgroup -------------------------------------------------------------------
-
-// Chunk gc's routed rows (routed-row chunk c, the block's rows rounded up to 16) into B stage
-// gc % kBStages once every consumer warp has released its previous use. One lane.
-template <int kConsumers>
-__device__ __forceinline__ void ws_load_b(const WsBlock& b, const CUtensorMap* map, int gc, int c) {
-  using Ring = RingOrder<WsShape<kConsumers>::kBStages>;
-  const int s = Ring::stage(gc);
-  if (gc >= WsShape<kConsumers>::kBStages) detail::mbar_wait(TPGRAPH_WS_AT(b, b_empty) + 8 * s, Ring::phase(gc) ^ 1u);
-  const std::uint32_t bar = TPGRAPH_WS_AT(b, b_full) + 8 * s;
-  const int pieces = (b.work.rows + 15) / 16;
-  detail::mbar_expect_tx(bar, pieces * 16 * 128);
-  const std::uint32_t dst = TPGRAPH_WS_AT(b, b_ring) + static_cast<std::uint32_t>(s * kWsBStageBytes);
-  const std::uint64_t m = reinterpret_cast<std::uint64_t>(map);
-  for (int r = 0; r < pieces; ++r) {
-    detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 16 * 128), m, c * kChunkElems, b.work.begin + 16 * r,
-                           bar);
-  }
-}
 
 // A producer warp's tiles of one chunk, decoded (nvfp4_decode.cuh, the register fragment of
 // gemm_wgmma.cu) and stored where wgmma's descriptor reads them: tile j's rows g and g + 8 are
@@ -269,61 +175,6 @@ __device__ __forceinline__ void ws_produce(const GemmArgs& args, const CUtensorM
   }
 }
 
-// TPGRAPH_WS_CONSUMER_DECODE (layout v2): the producers only copy. Warp 0's lanes 0 .. kTiles - 1
-// bring tile L's unit of every chunk into raw stage gc % kRawStages (the stages read as one ring of
-// kTiles units each, its full barrier raw_full[0][s], one arrival with the bytes of the active
-// groups' tiles), once every consumer warp has taken its fragments of the stage's previous chunk;
-// warp 1's lane 0 issues the routed rows' copies, kBStages - 1 chunks ahead. Warps 2 and 3 wait at
-// the retirement.
-template <int kConsumers, bool kPair>
-__device__ __forceinline__ void ws_copy(const GemmArgs& args, const CUtensorMap* map, const WsBlock& b) {
-  using Shape = WsShape<kConsumers>;
-  using RingRaw = RingOrder<Shape::kRawStages>;
-  constexpr int kStageBytes = Shape::kTiles * kUnitBytes;
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (warp == 1) {
-    if (lane == 0) {
-      int c = 0;
-      for (int gc = 0; gc < b.total; ++gc) {
-        ws_load_b<kConsumers>(b, map, gc, c);
-        if (++c == b.chunks) c = 0;
-      }
-    }
-    __syncwarp();  // converged at the retirement's barriers
-  }
-  if (warp != 0) return;
-  int bytes = 0;
-#pragma unroll
-  for (int q = 0; q < 2 * kConsumers; ++q)
-    if (ws_group<kConsumers, kPair>(args, b, q).active) bytes += 4 * kUnitBytes;
-  const WsGroup group = ws_group<kConsumers, kPair>(args, b, lane < Shape::kTiles ? lane / 4 : 0);
-  const bool copies = lane < Shape::kTiles && group.active;
-  const std::uint8_t* first =
-      (group.partner ? args.partner_weights : args.weights) +
-      (static_cast<std::int64_t>(b.work.expert) * args.out_rows + 16 * (group.tile0 + lane % 4)) * b.chunks *
-          kChunkBytes;  // the lane's tile stream, row block 0, chunk 0 (16 rows x kChunkBytes = one unit)
-  const std::uint32_t dst = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>(lane * kUnitBytes);
-  const std::uint32_t full = TPGRAPH_WS_AT(b, raw_full);
-  const std::uint32_t empty = TPGRAPH_WS_AT(b, raw_empty);
-  int item = 0;
-  int c = 0;
-  for (int gc = 0; gc < b.total; ++gc) {
-    const int s = RingRaw::stage(gc);
-    if (gc >= Shape::kRawStages) detail::mbar_wait(empty + 8 * s, RingRaw::phase(gc) ^ 1u);
-    if (lane == 0) detail::mbar_expect_tx(full + 8 * s, bytes);
-    if (copies) {
-      detail::bulk_copy(dst + static_cast<std::uint32_t>(s * kStageBytes),
-                        first + (static_cast<std::int64_t>(item) * Shape::kTiles * b.chunks + c) * kUnitBytes,
-                        kUnitBytes, full + 8 * s);
-    }
-    if (++c == b.chunks) {
-      c = 0;
-      ++item;
-    }
-  }
-}
-
 // ---- the consumer warpgroups ------------------------------------------------------------------
 
 #ifndef TPGRAPH_WGMMA_WS_RS
@@ -421,34 +272,6 @@ __device__ __forceinline__ void ws_consumer_retire(const GemmArgs& args, const f
   detail::named_barrier_sync(kWsBarrierRetire, kThreads);  // the outputs are staged
 }
 
-// Where a consumer warpgroup reads its chunks: its barriers and its descriptors' low words.
-struct WsReads {
-  std::uint32_t b_full;  // stage 0's; stage s at + 8 s
-  std::uint32_t b_empty;
-  std::uint32_t a_full;  // this consumer's
-  std::uint32_t a_empty;
-  std::uint32_t a_lo;   // A stage 0, half 0: the descriptor's low word (TPGRAPH_WS_A_SWIZZLE's layout)
-  std::uint32_t a_ldm;  // A stage 0, half 0: this lane's ldmatrix row in its warp's tile (TPGRAPH_WGMMA_WS_RS)
-  std::uint32_t b_lo;   // B stage 0 (128-byte swizzle)
-};
-template <int kConsumers>
-__device__ __forceinline__ WsReads ws_reads(const WsBlock& b, int consumer) {
-  constexpr int kAStages = WsShape<kConsumers>::kAStages;
-  const std::uint32_t own = static_cast<std::uint32_t>(consumer * kAStages * 8);
-  const std::uint32_t a_half0 = TPGRAPH_WS_AT(b, a_stages) + static_cast<std::uint32_t>(2 * consumer * kWsHalfBytes);
-  const int lane = threadIdx.x % 32;
-  const std::uint32_t ldm_row = static_cast<std::uint32_t>(((threadIdx.x / 32) % 4) * 2048 + (lane / 8 & 1) * 1024 +
-                                                           (lane / 16) * 128 + (lane % 8) * 16);
-  return WsReads{TPGRAPH_WS_AT(b, b_full),
-                 TPGRAPH_WS_AT(b, b_empty),
-                 TPGRAPH_WS_AT(b, a_full) + own,
-                 TPGRAPH_WS_AT(b, a_empty) + own,
-                 TPGRAPH_WS_A_SWIZZLE ? detail::smem_desc_sw128_lo_of(a_half0)
-                                      : detail::smem_desc_interleave_lo_of(a_half0),
-                 a_half0 + ldm_row,
-                 detail::smem_desc_sw128_lo_of(TPGRAPH_WS_AT(b, b_ring))};
-}
-
 // A consumer warpgroup's chunks, its kHalves active halves (0, 1 or 2: a loop of its own each, so
 // no accumulator moves between wgmmas in flight): every chunk's wgmmas once its routed rows and
 // decoded weights are in, the previous chunk's stages released once its wgmmas are complete; a
@@ -482,85 +305,6 @@ __device__ __forceinline__ void ws_consume_chunks(const GemmArgs& args, float (&
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
       const int tile = group[h].tile0 + item * Shape::kTiles + (threadIdx.x / 32) % 4;
-      store_row_block<kN>(args, acc[h], xs_s, b.work.begin, b.work.rows, tile, lane / 4, lane % 4);
-    }
-  }
-  detail::wgmma_wait<0>();
-}
-
-// TPGRAPH_WS_CONSUMER_DECODE: a consumer warpgroup's chunks with its warps decoding their tiles
-// (warp w: tile w of each active half, unit 4 (2 consumer + h) + w of a raw stage) into the register
-// A operand, as gemm_wgmma.cu does with one. Per chunk: the routed rows and the NVFP4 stage landed,
-// the fragments read and the raw stage released at once; per k16 step the halves' decode, one wgmma
-// each, one group; once a step is in flight the previous step's group is complete, so at the first
-// step the previous chunk's routed-row stage is released.
-template <int kConsumers, int kN, int kHalves>
-__device__ __forceinline__ void ws_decode_chunks(const GemmArgs& args, float (&acc)[2][kN / 2], const WsBlock& b,
-                                                 const WsReads& r, const WsGroup (&group)[2], const float* xs_s,
-                                                 int consumer) {
-  using Shape = WsShape<kConsumers>;
-  using RingRaw = RingOrder<Shape::kRawStages>;
-  using RingB = RingOrder<Shape::kBStages>;
-  constexpr int kStageBytes = Shape::kTiles * kUnitBytes;
-  const int lane = threadIdx.x % 32;
-  const int w = (threadIdx.x / 32) % 4;
-  const std::uint32_t unit = TPGRAPH_WS_AT(b, raw) + static_cast<std::uint32_t>((8 * consumer + w) * kUnitBytes);
-  const std::uint32_t full = TPGRAPH_WS_AT(b, raw_full);
-  const std::uint32_t empty = TPGRAPH_WS_AT(b, raw_empty);
-  // Chunk n's fragments into registers, its raw stage released.
-  auto take = [&](int n, Fragment(&f)[2]) {
-    const int sr = RingRaw::stage(n);
-    detail::mbar_wait(full + 8 * sr, RingRaw::phase(n));
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h)
-      f[h] = load_unit_fragment(unit + static_cast<std::uint32_t>(sr * kStageBytes + h * 4 * kUnitBytes), lane);
-    __syncwarp();
-    if (lane == 0) detail::mbar_arrive(empty + 8 * sr);
-  };
-  Fragment f[2];
-  if constexpr (TPGRAPH_WS_CD_AHEAD) take(0, f);
-  int gc = 0;
-  for (int item = 0; item < b.work.items; ++item) {
-    for (int c = 0; c < b.chunks; ++c, ++gc) {
-      const int sb = RingB::stage(gc);
-      const std::uint32_t previous_b = r.b_empty + 8 * (sb == 0 ? Shape::kBStages - 1 : sb - 1);
-      if constexpr (!TPGRAPH_WS_CD_AHEAD) take(gc, f);
-      detail::mbar_wait(r.b_full + 8 * sb, RingB::phase(gc));
-      if constexpr (kHalves == 0) {
-        if (gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
-        if constexpr (TPGRAPH_WS_CD_AHEAD) {
-          if (gc + 1 < b.total) take(gc + 1, f);
-        }
-      } else {
-        const std::uint32_t b_lo = r.b_lo + static_cast<std::uint32_t>(sb * (kWsBStageBytes >> 4));
-        Fragment next[2];
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          std::uint32_t a[2][4];
-#pragma unroll
-          for (int h = 0; h < kHalves; ++h)
-            detail::decode_a_fragment<true>(word_of(f[h], kk), f[h].scales.x, f[h].scales.y, kk, a[h]);
-          detail::wgmma_fence();
-#pragma unroll
-          for (int h = 0; h < kHalves; ++h)
-            detail::Wgmma<kN>::mma(acc[h], a[h], detail::smem_desc_sw128_lo(b_lo + static_cast<std::uint32_t>(2 * kk)));
-          detail::wgmma_commit();
-          detail::wgmma_wait<kWsCdPending>();
-          if (kk == kWsCdPending - 1 && gc > 0 && lane == 0) detail::mbar_arrive(previous_b);
-          if constexpr (TPGRAPH_WS_CD_AHEAD) {
-            if (kk == 1 && gc + 1 < b.total) take(gc + 1, next);
-          }
-        }
-        if constexpr (TPGRAPH_WS_CD_AHEAD) {
-#pragma unroll
-          for (int h = 0; h < kHalves; ++h) f[h] = next[h];
-        }
-      }
-    }
-    if (item + 1 == b.work.items) break;
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const int tile = group[h].tile0 + item * Shape::kTiles + w;
       store_row_block<kN>(args, acc[h], xs_s, b.work.begin, b.work.rows, tile, lane / 4, lane % 4);
     }
   }

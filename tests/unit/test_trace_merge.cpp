@@ -173,6 +173,50 @@ TEST_CASE("merge: processes are ranks of one replay when a collective ties them 
   }
 }
 
+TEST_CASE("merge: two executables of one shape in one process are two variants; tied ranks pair them in order",
+          "[trace]") {
+  // A server's graphs for two batch sizes whose kernels are the same: exec 1 runs 10 µs kernels,
+  // exec 2 40 µs ones, launched alternately. One variant of both would mix their spans.
+  const auto server = [](const std::string& kernel, std::int64_t pid) {
+    Proc p;
+    p.pid = pid;
+    p.chain({kernel, "k2"}, 1, 0, 101);
+    p.chain({kernel, "k2"}, 2, 0, 301);  // node ids are unique in a process: captured 201.., instantiated 301..
+    for (int i = 0; i < 4; ++i) {
+      const double t = 1000.0 * i;
+      const auto corr = static_cast<std::uint32_t>(10 + 10 * i);
+      const bool second = i % 2 == 1;
+      const double d = second ? 40.0 : 10.0;
+      p.record(corr, second ? 301 : 101, kernel, t, t + d);
+      p.record(corr, second ? 302 : 102, "k2", t + d, t + 2 * d);
+      p.launch(corr, second ? 2 : 1, t);
+    }
+    return p;
+  };
+  SECTION("one process") {
+    const TracedRun t = merge_traces({server("k1", 100).parsed()}, {});
+    REQUIRE(t.run.variants.size() == 2);
+    for (const auto& v : t.run.variants) {
+      CHECK(v.scenario.replays == 2);
+      CHECK(v.graph.ranks == 1);
+    }
+    const VariantTimeline first = analyze_variant(t.run.variants[0]);
+    const VariantTimeline second = analyze_variant(t.run.variants[1]);
+    CHECK(first.span_us.median == Approx(20.0));
+    CHECK(second.span_us.median == Approx(80.0));
+  }
+  SECTION("two processes tied by a collective: the n-th executable of a shape pairs with the n-th") {
+    const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)";
+    const TracedRun t = merge_traces({server(nccl, 100).parsed(), server(nccl, 200).parsed()}, {});
+    REQUIRE(t.run.variants.size() == 2);
+    for (const auto& v : t.run.variants) {
+      CHECK(v.graph.ranks == 2);
+      CHECK(v.scenario.replays == 2);
+    }
+    CHECK(analyze_variant(t.run.variants[1]).span_us.median == Approx(80.0));
+  }
+}
+
 namespace {
 
 // Exec 1: x1 -> x2 whose edges could not be read; exec 2 launched without a graph chunk; exec 3 a

@@ -161,6 +161,16 @@ void classify_shapes(const std::vector<ProcessFile>& files, std::vector<ProcessI
       }
       index[p].graph_fingerprint[g] = cls;
     }
+  for (std::size_t p = 0; p < files.size(); ++p) {
+    std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<std::uint32_t>> execs;  // (class, version)
+    index[p].shape_ordinal.assign(files[p].graphs.size(), 0);
+    for (std::size_t g = 0; g < files[p].graphs.size(); ++g) {
+      auto& list = execs[{index[p].graph_fingerprint[g], files[p].graphs[g].version}];
+      auto at = std::find(list.begin(), list.end(), files[p].graphs[g].exec);
+      if (at == list.end()) at = list.insert(list.end(), files[p].graphs[g].exec);
+      index[p].shape_ordinal[g] = static_cast<std::size_t>(at - list.begin());
+    }
+  }
 }
 
 // The ids records carry for the nodes inside child graphs and conditional bodies. CUPTI (CUDA 13.0,

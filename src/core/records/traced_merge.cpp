@@ -23,8 +23,6 @@ using tracefile::TracedGraph;
 
 namespace {
 
-double median_of(std::vector<double> v) { return stats::median(std::move(v)); }
-
 using namespace trace_merge;
 
 // The merge in named steps over shared state; run() calls them in order.
@@ -131,10 +129,11 @@ class Merger {
   }
 
   // Groups: a graph's copies in processes tied by a collective (or --ranks-together) are ranks of
-  // one replay; any other process's graph is its own group, as is each graph without topology.
+  // one replay; any other process's graph is its own group, as is each graph without topology. Two
+  // executables of one process are two groups even where their graphs have one shape (shape_ordinal).
   void group_graphs() {
     index_.reserve(files_.size());
-    std::map<std::tuple<std::uint64_t, std::uint32_t, std::size_t>, int> group_of_key;
+    std::map<std::tuple<std::uint64_t, std::uint32_t, std::size_t, std::size_t>, int> group_of_key;
     group_of_graph_.resize(files_.size());
     bucket_.resize(files_.size());
     for (const auto& f : files_) index_.push_back(index_process(f));
@@ -150,8 +149,9 @@ class Merger {
           const bool tied = options_.ranks_together ||
                             std::any_of(graph.nodes.begin(), graph.nodes.end(),
                                         [](const auto& n) { return n.type == "kernel" && is_collective(n.name); });
-          const auto key = std::make_tuple(index_[p].graph_fingerprint[g], graph.version,
-                                           tied ? std::numeric_limits<std::size_t>::max() : p);
+          const auto key =
+              std::make_tuple(index_[p].graph_fingerprint[g], graph.version,
+                              tied ? std::numeric_limits<std::size_t>::max() : p, index_[p].shape_ordinal[g]);
           auto [it, added] = group_of_key.emplace(key, static_cast<int>(groups_.size()));
           if (added) new_group(p, static_cast<int>(g), graph.version, "");
           gi = it->second;
@@ -267,12 +267,12 @@ class Merger {
               "--align-collectives: host {} shares no collective (nccl kernel in a matched graph) with host {}; "
               "pass --assume-synced instead",
               hosts_[h], hosts_[0]));
-        const double offset = median_of(diffs[h]);
+        const double offset = stats::median(diffs[h]);
         std::vector<double> residual;
         for (const double d : diffs[h]) residual.push_back(std::abs(d - offset));
         host_offset_ns_[h] = -offset;
         text += fmt::format(" host {} shifted by {:.1f} µs (residual {:.2f} µs over {} collective ends);", h,
-                            -offset / 1000.0, median_of(residual) / 1000.0, diffs[h].size());
+                            -offset / 1000.0, stats::median(residual) / 1000.0, diffs[h].size());
       }
       out_.clock_text = text + " skews are then arrival skews relative to the collectives' ends";
     }

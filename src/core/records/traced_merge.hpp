@@ -36,6 +36,10 @@ struct ProcessIndex {
   // [graph] its shape class: graphs of one class have the same shape, so one's node indices are
   // valid in every other's (classify_shapes). Named for the fingerprint, which only buckets them.
   std::vector<std::uint64_t> graph_fingerprint;
+  // [graph] its executable's place among the process's executables of its shape class and version
+  // (0, 1, ... in order of their first chunk): a server's graphs for batch sizes whose kernels are the
+  // same stay apart, and tied processes pair their n-th executables of a shape (classify_shapes).
+  std::vector<std::size_t> shape_ordinal;
   // An exec updated after instantiation has a graph chunk per version, with the same instantiated
   // ids: the resolver keeps the last; each version's own ids -> slot decide by the launch's version.
   std::map<int, std::unordered_map<std::uint64_t, int>> versioned;  // [graph] for execs with versions
