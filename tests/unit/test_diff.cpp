@@ -1,6 +1,8 @@
 // tpgraph diff and gate on synthetic runs whose shifts and drift are known (diff_fixture.hpp): the
 // false-alarm and detection rates, matching under renumbering, structural changes, every refusal of
 // gate, and the block bootstrap and steadiness rules underneath.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -221,6 +223,44 @@ TEST_CASE("traced nodes match by kernel and position whatever their ids", "[diff
   CHECK(d.structure.empty());
   CHECK(d.change_count() == 0);
   CHECK(find(d, "r1.k1", Metric::duration) != nullptr);
+}
+
+TEST_CASE("traced graphs of one shape pair by their capture site, whatever order numbered them", "[diff][match]") {
+  // A server's graphs for two batch sizes, one shape: run B saw bs=8's first record first, so its
+  // names are the other way round. bs=8's replays are 50% longer in both runs.
+  SyntheticRun a;
+  a.traced = true;
+  SyntheticRun slow = a;
+  for (const char* label : {"r0.k0", "r0.k1", "r0.k2", "r0.k3", "r1.k0", "r1.k1", "r1.k2", "r1.k3"})
+    slow.slower[label] = 1.5;
+  const auto server = [&](bool swapped) {
+    RunData r = synthetic_run(a);
+    r.variants.push_back(synthetic_run(slow).variants[0]);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::string name = (i == 0) != swapped ? "graph-1" : "graph-2";
+      r.variants[i].scenario.name = name;
+      r.variants[i].notes.push_back(
+          fmt::format("traced {} is captured at server.py:52 capture_all; NVTX capture bs={}; "
+                      "12 nodes; fingerprint 00000000000000aa",
+                      name, i == 0 ? 1 : 8));
+    }
+    return r;
+  };
+  const RunDiff d = diff_runs(side_of(server(false), "A"), side_of(server(true), "B"));
+  REQUIRE(d.variants.size() == 2);
+  for (const auto& v : d.variants) {
+    CHECK(v.matched_by == "capture site and graph");
+    CHECK(v.a != v.b);  // graph-1 (bs=1) in A is graph-2 in B
+    CHECK(v.span_mean_b_us == Approx(v.span_mean_a_us).epsilon(0.05));
+  }
+  // Without the sites the names pair them: bs=1 against bs=8, the span 50% apart.
+  RunData plain_a = server(false), plain_b = server(true);
+  for (auto* r : {&plain_a, &plain_b})
+    for (auto& v : r->variants) v.notes.clear();
+  const RunDiff by_name = diff_runs(side_of(plain_a, "A"), side_of(plain_b, "B"));
+  REQUIRE(by_name.variants.size() == 2);
+  CHECK(by_name.variants[0].matched_by == "name and graph");
+  CHECK(by_name.variants[0].a == by_name.variants[0].b);
 }
 
 TEST_CASE("structural changes are listed: nodes, edges, a renamed kernel, a variant in one run only", "[diff][match]") {

@@ -23,6 +23,11 @@ std::vector<VariantPair> match_variants(const DiffRun& a, const DiffRun& b, std:
       }
     }
   };
+  // A traced graph's capture site first: a server's graphs of one shape (one per batch size) keep
+  // their pairs whatever order their first records came in, which is what numbers them.
+  pass("capture site and graph", [](const DiffVariant& x, const DiffVariant& y) {
+    return !x.identity.empty() && x.identity == y.identity && x.fingerprint == y.fingerprint;
+  });
   pass("name and graph",
        [](const DiffVariant& x, const DiffVariant& y) { return x.name == y.name && x.fingerprint == y.fingerprint; });
   pass("graph fingerprint", [](const DiffVariant& x, const DiffVariant& y) { return x.fingerprint == y.fingerprint; });

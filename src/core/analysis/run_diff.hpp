@@ -47,6 +47,9 @@ struct DiffNode {
 struct DiffVariant {
   std::string name;
   std::uint64_t fingerprint = 0;  // node keys and kinds and edges, whatever the ids
+  // A traced graph's identity as the merge named it (capture site, NVTX ranges at capture, shape:
+  // tracefile::graph_identity); "" for a run's variant or a graph without one.
+  std::string identity;
   bool traced = false;
   bool waits_known = true;  // a traced graph without topology has no waits
   LayerGraph graph;
@@ -141,7 +144,7 @@ struct PathShare {
 
 struct VariantDiff {
   std::string a, b;        // variant names
-  std::string matched_by;  // "name and graph", "graph fingerprint", "name", "the only variants left"
+  std::string matched_by;  // "capture site and graph", "name and graph", "graph fingerprint", "name", ...
   std::size_t a_first = 0, a_used = 0, a_replays = 0;
   std::size_t b_first = 0, b_used = 0, b_replays = 0;
   Verdict verdict_a = Verdict::no_data, verdict_b = Verdict::no_data;
