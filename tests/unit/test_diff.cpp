@@ -239,10 +239,9 @@ TEST_CASE("traced graphs of one shape pair by their capture site, whatever order
     for (std::size_t i = 0; i < 2; ++i) {
       const std::string name = (i == 0) != swapped ? "graph-1" : "graph-2";
       r.variants[i].scenario.name = name;
-      r.variants[i].notes.push_back(
-          fmt::format("traced {} is captured at server.py:52 capture_all; NVTX capture bs={}; "
-                      "12 nodes; fingerprint 00000000000000aa",
-                      name, i == 0 ? 1 : 8));
+      r.variants[i].identity = fmt::format(
+          "captured at server.py:52 capture_all; NVTX capture bs={}; 12 nodes; fingerprint 00000000000000aa",
+          i == 0 ? 1 : 8);
     }
     return r;
   };
@@ -256,7 +255,7 @@ TEST_CASE("traced graphs of one shape pair by their capture site, whatever order
   // Without the sites the names pair them: bs=1 against bs=8, the span 50% apart.
   RunData plain_a = server(false), plain_b = server(true);
   for (auto* r : {&plain_a, &plain_b})
-    for (auto& v : r->variants) v.notes.clear();
+    for (auto& v : r->variants) v.identity.clear();
   const RunDiff by_name = diff_runs(side_of(plain_a, "A"), side_of(plain_b, "B"));
   REQUIRE(by_name.variants.size() == 2);
   CHECK(by_name.variants[0].matched_by == "name and graph");

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +200,9 @@ TEST_CASE("merge: two executables of one shape in one process are two variants; 
     for (const auto& v : t.run.variants) {
       CHECK(v.scenario.replays == 2);
       CHECK(v.graph.ranks == 1);
+      CHECK(v.identity.find("2 nodes, first kernel k1, last k2") != std::string::npos);  // what diff pairs by
+      CHECK(std::find(v.notes.begin(), v.notes.end(), "traced " + v.scenario.name + " is " + v.identity) !=
+            v.notes.end());
     }
     const VariantTimeline first = analyze_variant(t.run.variants[0]);
     const VariantTimeline second = analyze_variant(t.run.variants[1]);

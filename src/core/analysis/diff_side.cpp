@@ -162,9 +162,7 @@ DiffVariant variant_side(const VariantRun& v, VariantTimeline& t) {
   d.graph = v.graph;
   d.nodes = nodes_of(v, t);
   d.fingerprint = fingerprint_of(v.graph, d.nodes);
-  const std::string is = "traced " + v.scenario.name + " is ";
-  for (const auto& note : v.notes)
-    if (note.starts_with(is)) d.identity = note.substr(is.size());
+  d.identity = v.identity;
   d.series = std::move(t.series);
   d.series.resize(d.nodes.size());
   d.replays = t.replays.size();

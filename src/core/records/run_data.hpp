@@ -86,6 +86,9 @@ struct VariantRun {
   std::string cuda_graph_dot;              // the driver's verbose DOT dump; empty when not taken (eager issue)
   std::optional<Comparison> output_check;  // layer output against the CPU reference
   std::vector<std::string> notes;          // anything the capture wants every output to repeat
+  // Traced graphs only (not in records.json): capture site, NVTX ranges at capture and shape
+  // (tracefile::graph_identity), "" where unknown; `diff` pairs graphs by it first.
+  std::string identity;
   // Traced graphs only (not in records.json). Why the graph's topology is unknown ("": it is
   // known): its nodes are then the distinct kernels and copies per stream, with no edges, and the
   // analysis computes no wait or critical path for it.

@@ -357,8 +357,8 @@ class Merger {
       v.notes.insert(v.notes.begin(), fmt::format("traced {}: {}", v.scenario.name, ranks_text));
       if (grp.template_graph >= 0) {
         const auto& g = files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)];
-        v.notes.insert(v.notes.begin() + 1,
-                       fmt::format("traced {} is {}", v.scenario.name, tracefile::graph_identity(g, fingerprint(g))));
+        v.identity = tracefile::graph_identity(g, fingerprint(g));
+        v.notes.insert(v.notes.begin() + 1, fmt::format("traced {} is {}", v.scenario.name, v.identity));
       }
       if (grp.topology && grp.processes.size() > 1)
         add_collectives(v, files_[grp.template_process].graphs[static_cast<std::size_t>(grp.template_graph)],
