@@ -108,6 +108,8 @@ int run_bench(const BenchArgs& args) {
   bench::BenchSetup setup{device.ordinal, device.name, device.sm_count, std::string(to_string(layout)),
                           args.replays,   {}};
   if (!args.no_limits) setup.limits = cuda::measure_limits(args.device, kStreamBytes);
+  // The L2's size is the device's, measured or not: the reference floor's device-memory bytes use it.
+  setup.limits.l2_bytes = cuda::l2_cache_bytes(args.device);
   show(bench::render_bench_header(setup));
 
   Geometry g;  // the harness's geometry; only the token count varies

@@ -32,6 +32,14 @@ constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the o
 constexpr int kWgPending = 1;
 static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
+// A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
+// bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
+// reads expert 0's weights (from the L2); 4, no outputs are stored. Timed beside the kernel as it
+// is, each says how much of its time the device-memory traffic it removes costs.
+#ifndef TPGRAPH_WG_PROBE
+#define TPGRAPH_WG_PROBE 0
+#endif
+constexpr int kWgProbe = TPGRAPH_WG_PROBE;
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
@@ -318,6 +326,7 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
   const int cols = min(kRows, args.out_rows - row_block * kRows);
   const int staged_cols = kPair ? 2 * cols : cols;
   const std::int64_t first = static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  if constexpr ((kWgProbe & 4) != 0) return;
   float* y0 = args.y + first;
   float* partner_y0 = kPair ? args.partner_y + first : nullptr;
   for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
@@ -373,7 +382,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
   const bool group_active = (tile0 & ~3) < args.out_rows / 16;
   const std::uint8_t* matrix = (partner ? args.partner_weights : args.weights) +
-                               static_cast<std::int64_t>(expert) * args.out_rows * chunks * kChunkBytes;
+                               static_cast<std::int64_t>(kWgProbe & 2 ? 0 : expert) * args.out_rows * chunks *
+                                   kChunkBytes;
 
   // Shared-window addresses of the storage's members, as offsets from the ring's: one address
   // conversion, and the barrier addresses stay immediates from it.
@@ -405,7 +415,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
     const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
 #pragma unroll
     for (int r = 0; r < kN; r += 16) {
-      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row_begin + r, bar);
+      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems,
+                             (kWgProbe & 1 ? 0 : row_begin) + r, bar);
     }
   };
 
@@ -435,6 +446,10 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       }
     }
     if (item + 1 == items) break;
+    if constexpr ((kWgProbe & 4) != 0) {
+      detail::wgmma_wait<0>();
+      continue;  // the next row block sums on (the outputs are wrong anyway)
+    }
     store_row_block<kN>(args, acc, xs_s, row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g, t);
   }
   detail::wgmma_wait<0>();

@@ -108,7 +108,7 @@ TEST_CASE("the floor falls back to cuBLAS's rate without an MMA peak, and to rea
           "[bench]") {
   Limits no_mma = made_up_limits();
   no_mma.mma.reset();
-  const Floor cublas = gemm_floor(600'000'000, 240e9, no_mma);
+  const Floor cublas = gemm_floor(600'000'000, 600'000'000, 240e9, no_mma);
   CHECK_FALSE(cublas.flops_at_mma);
   CHECK(cublas.flops_us == Approx(375.0));  // 240 GFLOP at 640 TFLOP/s
   CHECK(cublas.us == Approx(375.0));
@@ -116,10 +116,38 @@ TEST_CASE("the floor falls back to cuBLAS's rate without an MMA peak, and to rea
 
   Limits slow_read = made_up_limits();
   slow_read.read->best.tbps = 1.0;
-  const Floor read = gemm_floor(600'000'000, 240e9, slow_read);
+  const Floor read = gemm_floor(600'000'000, 600'000'000, 240e9, slow_read);
   CHECK(read.weights_us == Approx(600.0));
   CHECK(read.us == Approx(600.0));
   CHECK(read.bound == "read");
+}
+
+TEST_CASE("a GEMM's device-memory bytes are its weights, or all its bytes but twice the L2 where that is more",
+          "[bench]") {
+  // Weights 400 MB; with 600 MB of routed rows and outputs, at most 60 MB of which the L2 holds when
+  // the kernel starts and 60 MB when it ends: 880 MB must cross device memory.
+  CHECK(gemm_memory_bytes(1'000'000'000, 400'000'000, 60'000'000) == 880'000'000);
+  CHECK(gemm_memory_bytes(420'000'000, 400'000'000, 60'000'000) == 400'000'000);  // activations fit: weights
+  CHECK(gemm_memory_bytes(1'000'000'000, 400'000'000, 0) == 400'000'000);         // L2 unknown: weights only
+
+  TokenMeasurement m = made_up_tokens();
+  m.steps = {{"down", 1'000'000'000, 400'000'000, 80e9, {400.0, 400.0, 400.0}}};
+  m.gemms_us = {std::vector<double>{0.0}, {0.0}, {400.0}, {400.0}};
+  const TokenFigures t = analyze_bench_tokens(m, made_up_limits());
+  CHECK(t.steps[0].memory_bytes == 880'000'000);
+  CHECK(t.steps[0].bound_tbps == Approx(2.2));  // 880 MB in 400 us
+  CHECK(*t.steps[0].fraction_of_bound == Approx(0.55));
+  CHECK(t.gemm_memory_bytes == 880'000'000);
+  CHECK(t.gemm_memory_tbps == Approx(2.2));
+  CHECK(*t.gemm_fraction_of_read == Approx(0.55));
+  // At 4 TB/s the 880 MB take 220 us, the weights alone 100 us, the FLOPs at 800 TFLOP/s 100 us.
+  CHECK(t.floor.memory_us == Approx(220.0));
+  CHECK(t.floor.weights_us == Approx(100.0));
+  CHECK(t.floor.flops_us == Approx(100.0));
+  CHECK(t.floor.us == Approx(220.0));
+  CHECK(t.floor.bound == "read");
+  CHECK(t.over_floor() == Approx(400.0 / 220.0));
+  CHECK(t.floor.reference_us == Approx(880e6 / 4.3e12 * 1e6));
 }
 
 TEST_CASE("without measured limits there is no measured floor and no fraction, only the reference floor", "[bench]") {
@@ -153,10 +181,10 @@ TEST_CASE("bench's text shows every figure of a token count in its column", "[be
                     "  down           250.0     240.0     230.0    0.92   read  20.0%     640.0  80.0%  100.0%\n"
                     "  * its bytes fit in the 60 MB L2: it can run past the device-memory limit\n"));
   CHECK(contains(text,
-                 "  3 GEMMs       500.0 us back to back: weights 600 MB at 1.20 TB/s ( 30.0% of read), 480.0 "
-                 "TFLOP/s ( 60.0% of MMA peak,  75.0% of cuBLAS)\n"
-                 "           floor 300 us (weights at the read limit 150 us, FLOPs at the MMA peak 300 us) -> "
-                 "1.67x; at the reference 4.3 TB/s, 790 TFLOP/s 304 us -> 1.65x\n"
+                 "  3 GEMMs       500.0 us back to back: device memory 600 MB (weights 600) at 1.20 TB/s ( 30.0% of "
+                 "read), 480.0 TFLOP/s ( 60.0% of MMA peak,  75.0% of cuBLAS)\n"
+                 "           floor 300 us (device memory 600 MB at the read limit 150 us, weights alone 150 us; FLOPs "
+                 "at the MMA peak 300 us) -> 1.67x; at the reference 4.3 TB/s, 790 TFLOP/s 304 us -> 1.65x\n"
                  "  chain         710.0 us (7 kernels, with event nodes between them)\n"
                  "  tiles (gate / up / down median us):  [0] 128x64: 100.0 / 110.0 / 120.0 = 330.0\n"));
 }
@@ -192,7 +220,7 @@ TEST_CASE("bench's JSON carries the same figures as its text, with the limits an
   TokenMeasurement m = made_up_tokens();
   m.tiles.push_back({0, 128, 64, {{{100.0}, {110.0}, {120.0}, {330.0}}}});
   const auto j = bench_json(setup, {analyze_bench_tokens(m, setup.limits)}, {"0.1.0", "abcdef012345", "2027-01-01"});
-  CHECK(j["schema"] == "tpgraph.bench/2");
+  CHECK(j["schema"] == "tpgraph.bench/3");
   CHECK(j["git_revision"] == "abcdef012345");
   CHECK(j["date"] == "2027-01-01");
   CHECK(j["device"]["ordinal"] == 1);
@@ -215,6 +243,8 @@ TEST_CASE("bench's JSON carries the same figures as its text, with the limits an
   CHECK(r["floor_bound"] == "mma");
   CHECK(r["floor_us"].get<double>() == Approx(300.0));
   CHECK(r["floor_weights_us"].get<double>() == Approx(150.0));
+  CHECK(r["floor_memory_us"].get<double>() == Approx(150.0));
+  CHECK(r["gemm_memory_bytes"] == 600'000'000);
   CHECK(r["chain_us"] == 710.0);
   REQUIRE(r["kernels"].size() == 3);
   CHECK(r["kernels"][0]["kernel"] == "quant_z");

@@ -38,6 +38,11 @@ std::optional<double> fraction_of(double value, const std::optional<double>& lim
   return value / *limit;
 }
 
+std::int64_t gemm_memory_bytes(std::int64_t bytes, std::int64_t weight_bytes, std::int64_t l2_bytes) {
+  if (l2_bytes <= 0) return weight_bytes;
+  return std::max(weight_bytes, bytes - 2 * l2_bytes);
+}
+
 namespace {
 // Bytes over microseconds in TB/s, FLOPs over microseconds in TFLOP/s.
 double tera_rate(double amount, double us) { return amount / (us * 1e-6) / 1e12; }
@@ -52,12 +57,13 @@ StepFigures analyze_step(const StepMeasurement& step, const Limits& limits) {
   f.min_us = stats::min(step.replay_us);
   f.bytes = step.bytes;
   f.weight_bytes = step.weight_bytes;
+  const bool gemm = step.weight_bytes > 0;
+  f.memory_bytes = gemm ? gemm_memory_bytes(step.bytes, step.weight_bytes, limits.l2_bytes) : step.bytes;
   f.flops = step.flops;
   f.tbps = tera_rate(static_cast<double>(step.bytes), f.median_us);
   f.tflops = tera_rate(step.flops, f.median_us);
-  const bool gemm = step.weight_bytes > 0;
   f.bound = gemm ? Bound::read : Bound::copy;
-  f.bound_tbps = gemm ? tera_rate(static_cast<double>(step.weight_bytes), f.median_us) : f.tbps;
+  f.bound_tbps = tera_rate(static_cast<double>(f.memory_bytes), f.median_us);
   f.fraction_of_bound = fraction_of(f.bound_tbps, gemm ? limits.read_tbps() : limits.copy_tbps());
   f.fits_l2 = !gemm && limits.l2_bytes > 0 && step.bytes <= limits.l2_bytes;
   if (step.flops > 0) {
@@ -67,18 +73,19 @@ StepFigures analyze_step(const StepMeasurement& step, const Limits& limits) {
   return f;
 }
 
-Floor gemm_floor(std::int64_t weight_bytes, double flops, const Limits& limits) {
+Floor gemm_floor(std::int64_t weight_bytes, std::int64_t memory_bytes, double flops, const Limits& limits) {
   Floor floor;
-  const auto bytes = static_cast<double>(weight_bytes);
+  const auto bytes = static_cast<double>(memory_bytes);
   floor.reference_us = std::max(time_at(bytes, kReferenceReadTbps), time_at(flops, kReferenceTensorTflops));
   const std::optional<double> read_tbps = limits.read_tbps();
   const std::optional<double> mma_tflops = limits.mma_tflops();
   const std::optional<double> flops_tflops = mma_tflops ? mma_tflops : limits.cublas_tflops();
   floor.flops_at_mma = mma_tflops.has_value();
-  floor.weights_us = read_tbps ? time_at(bytes, *read_tbps) : 0.0;
+  floor.memory_us = read_tbps ? time_at(bytes, *read_tbps) : 0.0;
+  floor.weights_us = read_tbps ? time_at(static_cast<double>(weight_bytes), *read_tbps) : 0.0;
   floor.flops_us = flops_tflops ? time_at(flops, *flops_tflops) : 0.0;
-  floor.us = read_tbps && flops_tflops ? std::max(floor.weights_us, floor.flops_us) : 0.0;
-  floor.bound = floor.weights_us >= floor.flops_us ? "read" : (floor.flops_at_mma ? "mma" : "cublas");
+  floor.us = read_tbps && flops_tflops ? std::max(floor.memory_us, floor.flops_us) : 0.0;
+  floor.bound = floor.memory_us >= floor.flops_us ? "read" : (floor.flops_at_mma ? "mma" : "cublas");
   return floor;
 }
 
@@ -97,16 +104,18 @@ TokenFigures analyze_bench_tokens(const TokenMeasurement& m, const Limits& limit
   for (const StepMeasurement& step : m.steps) {
     t.steps.push_back(analyze_step(step, limits));
     t.gemm_weight_bytes += step.weight_bytes;
+    if (step.weight_bytes > 0) t.gemm_memory_bytes += t.steps.back().memory_bytes;
     t.gemm_flops += step.flops;
   }
   for (std::size_t i = 0; i < t.gemm_us.size(); ++i) t.gemm_us[i] = stats::median(m.gemms_us[i]);
   t.gemms_us = stats::median(m.gemms_us[3]);
   t.gemm_weight_tbps = tera_rate(static_cast<double>(t.gemm_weight_bytes), t.gemms_us);
   t.gemm_tflops = tera_rate(t.gemm_flops, t.gemms_us);
-  t.gemm_fraction_of_read = fraction_of(t.gemm_weight_tbps, limits.read_tbps());
+  t.gemm_memory_tbps = tera_rate(static_cast<double>(t.gemm_memory_bytes), t.gemms_us);
+  t.gemm_fraction_of_read = fraction_of(t.gemm_memory_tbps, limits.read_tbps());
   t.gemm_fraction_of_mma = fraction_of(t.gemm_tflops, limits.mma_tflops());
   t.gemm_fraction_of_cublas = fraction_of(t.gemm_tflops, limits.cublas_tflops());
-  t.floor = gemm_floor(t.gemm_weight_bytes, t.gemm_flops, limits);
+  t.floor = gemm_floor(t.gemm_weight_bytes, t.gemm_memory_bytes, t.gemm_flops, limits);
   t.chain_us = stats::median(m.chain_us);
   for (const TileMeasurement& tile : m.tiles) {
     TileFigures f{tile.tile, tile.block_rows, tile.block_tokens, {}};

@@ -7,10 +7,12 @@
 // figures; src/core/report/bench_report.hpp prints them as text and JSON. Nothing here is measured
 // or rounded for printing, so the unit tests feed made-up timings and check every figure by hand.
 //
-// A GEMM's bound is its weight stream against the read limit; every other kernel reads and writes,
-// against the copy limit. The floor of a token count is the time the three GEMMs' weight bytes take
-// at the read limit or their FLOPs at the MMA peak (cuBLAS's rate where the build has no wgmma),
-// whichever is longer; the reference floor does the same at the fixed rates below.
+// A GEMM's bound is the bytes it must move through device memory against the read limit: its
+// weights, and its activations (routed rows in, outputs out) beyond what the L2 can hold at its
+// start and at its end (memory_bytes below); every other kernel reads and writes, against the copy
+// limit. The floor of a token count is the time the three GEMMs' device-memory bytes take at the
+// read limit or their FLOPs at the MMA peak (cuBLAS's rate where the build has no wgmma), whichever
+// is longer; the reference floor does the same at the fixed rates below.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -24,8 +26,8 @@
 
 namespace tpgraph::bench {
 
-// Fixed reference rates of an H200, the ones the project's speed bars are stated against: weight
-// bytes streamed at 4.3 TB/s, dense fp16 tensor work at 790 TFLOP/s. A floor at these rates stays
+// Fixed reference rates of an H200, the ones the project's speed bars are stated against: device
+// memory streamed at 4.3 TB/s, dense fp16 tensor work at 790 TFLOP/s. A floor at these rates stays
 // comparable across runs and machines; the floor at the rates measured in the run is the honest one.
 inline constexpr double kReferenceReadTbps = 4.3;
 inline constexpr double kReferenceTensorTflops = 790.0;
@@ -125,6 +127,14 @@ struct TokenMeasurement {
 // A fraction of a limit: absent where the limit was not measured (or is not positive).
 [[nodiscard]] std::optional<double> fraction_of(double value, const std::optional<double>& limit);
 
+// The bytes a GEMM must move through device memory: at least its weights (several times the L2,
+// and read once per launch), and of all the bytes it reads and writes (`bytes`, weights included)
+// every one but those the L2 may hold when it starts (inputs the kernel before left there) and
+// when it ends (outputs not yet written back): bytes - 2 x L2. Each byte counted in `bytes` is
+// read or written once by the kernel, so this is a lower bound of its device-memory traffic. An
+// unknown L2 (0) leaves the weights alone.
+[[nodiscard]] std::int64_t gemm_memory_bytes(std::int64_t bytes, std::int64_t weight_bytes, std::int64_t l2_bytes);
+
 enum class Bound { read, copy };
 [[nodiscard]] std::string_view to_string(Bound bound);
 [[nodiscard]] inline std::string_view format_as(Bound bound) { return to_string(bound); }
@@ -135,11 +145,12 @@ struct StepFigures {
   double min_us = 0;
   std::int64_t bytes = 0;
   std::int64_t weight_bytes = 0;
+  std::int64_t memory_bytes = 0;  // a GEMM's gemm_memory_bytes, any other kernel's bytes
   double flops = 0;
   double tbps = 0;    // all bytes over the median
   double tflops = 0;  // 0 for a kernel without FLOPs
   Bound bound = Bound::copy;
-  double bound_tbps = 0;  // a GEMM's weight bytes, any other kernel's bytes, over the median
+  double bound_tbps = 0;  // memory_bytes over the median
   std::optional<double> fraction_of_bound;
   bool fits_l2 = false;                      // not a GEMM, and its bytes fit in L2: it can pass the device-memory limit
   std::optional<double> fraction_of_mma;     // absent for a kernel without FLOPs
@@ -149,10 +160,11 @@ struct StepFigures {
 // The floor of the three GEMMs. `us` is 0 where the limits were not measured.
 struct Floor {
   double us = 0;
-  double weights_us = 0;      // the GEMMs' weight bytes at the read limit (0 without it)
+  double memory_us = 0;       // the GEMMs' device-memory bytes (memory_bytes) at the read limit (0 without it)
+  double weights_us = 0;      // their weight bytes alone at the read limit (0 without it), for comparison
   double flops_us = 0;        // their FLOPs at the MMA peak, or cuBLAS's rate without one (0 without either)
   bool flops_at_mma = false;  // the FLOP floor used the MMA peak, not cuBLAS
-  std::string_view bound;     // "read", "mma" or "cublas": the longer of the two
+  std::string_view bound;     // "read" (memory_us) or "mma" / "cublas" (flops_us): the longer of the two
   double reference_us = 0;    // at kReferenceReadTbps / kReferenceTensorTflops
 };
 
@@ -174,10 +186,12 @@ struct TokenFigures {
   double gemms_us = 0;                 // median of the three GEMMs back to back
   std::array<double, 3> gemm_us{};     // median of gate, up, down alone
   std::int64_t gemm_weight_bytes = 0;  // summed over the chain's GEMMs
+  std::int64_t gemm_memory_bytes = 0;  // likewise, their memory_bytes
   double gemm_flops = 0;
-  double gemm_weight_tbps = 0;  // weight bytes over gemms_us
-  double gemm_tflops = 0;       // FLOPs over gemms_us
-  std::optional<double> gemm_fraction_of_read;
+  double gemm_weight_tbps = 0;                  // weight bytes over gemms_us
+  double gemm_memory_tbps = 0;                  // device-memory bytes (gemm_memory_bytes) over gemms_us
+  double gemm_tflops = 0;                       // FLOPs over gemms_us
+  std::optional<double> gemm_fraction_of_read;  // gemm_memory_tbps against the read limit
   std::optional<double> gemm_fraction_of_mma;
   std::optional<double> gemm_fraction_of_cublas;
   Floor floor;
@@ -191,7 +205,8 @@ struct TokenFigures {
 };
 
 [[nodiscard]] StepFigures analyze_step(const StepMeasurement& step, const Limits& limits);
-[[nodiscard]] Floor gemm_floor(std::int64_t weight_bytes, double flops, const Limits& limits);
+[[nodiscard]] Floor gemm_floor(std::int64_t weight_bytes, std::int64_t memory_bytes, double flops,
+                               const Limits& limits);
 [[nodiscard]] TokenFigures analyze_bench_tokens(const TokenMeasurement& m, const Limits& limits);
 
 // Where and how bench ran: the header of its text and of its JSON.

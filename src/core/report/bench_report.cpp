@@ -46,17 +46,19 @@ void put_step(Out put, const StepFigures& f) {
 
 void put_gemms_and_floor(Out put, const TokenFigures& t) {
   fmt::format_to(put,
-                 "  3 GEMMs  {:>10.1f} us back to back: weights {:.0f} MB at {:.2f} TB/s ({} of read), {:.1f} "
-                 "TFLOP/s ({} of MMA peak, {} of cuBLAS)\n",
-                 t.gemms_us, static_cast<double>(t.gemm_weight_bytes) / 1e6, t.gemm_weight_tbps,
-                 percent(t.gemm_fraction_of_read), t.gemm_tflops, percent(t.gemm_fraction_of_mma),
-                 percent(t.gemm_fraction_of_cublas));
+                 "  3 GEMMs  {:>10.1f} us back to back: device memory {:.0f} MB (weights {:.0f}) at {:.2f} TB/s ({} "
+                 "of read), {:.1f} TFLOP/s ({} of MMA peak, {} of cuBLAS)\n",
+                 t.gemms_us, static_cast<double>(t.gemm_memory_bytes) / 1e6,
+                 static_cast<double>(t.gemm_weight_bytes) / 1e6, t.gemm_memory_tbps, percent(t.gemm_fraction_of_read),
+                 t.gemm_tflops, percent(t.gemm_fraction_of_mma), percent(t.gemm_fraction_of_cublas));
   const Floor& f = t.floor;
   if (f.us > 0) {
-    fmt::format_to(put,
-                   "           floor {:.0f} us (weights at the read limit {:.0f} us, FLOPs at the {} {:.0f} us) -> "
-                   "{:.2f}x",
-                   f.us, f.weights_us, f.flops_at_mma ? "MMA peak" : "cuBLAS rate", f.flops_us, t.over_floor());
+    fmt::format_to(
+        put,
+        "           floor {:.0f} us (device memory {:.0f} MB at the read limit {:.0f} us, weights alone {:.0f} "
+        "us; FLOPs at the {} {:.0f} us) -> {:.2f}x",
+        f.us, static_cast<double>(t.gemm_memory_bytes) / 1e6, f.memory_us, f.weights_us,
+        f.flops_at_mma ? "MMA peak" : "cuBLAS rate", f.flops_us, t.over_floor());
   } else {
     fmt::format_to(put, "           floor: limits not measured");
   }
@@ -111,6 +113,7 @@ nlohmann::json step_json(const StepFigures& f) {
           {"min_us", f.min_us},
           {"bytes", f.bytes},
           {"weight_bytes", f.weight_bytes},
+          {"memory_bytes", f.memory_bytes},
           {"flops", f.flops},
           {"tbps", f.tbps},
           {"tflops", f.tflops},
@@ -203,9 +206,12 @@ nlohmann::json bench_tokens_json(const TokenFigures& t) {
                       {"gemms_us", t.gemms_us},
                       {"gemms_per_kernel_us", {{"gate", t.gemm_us[0]}, {"up", t.gemm_us[1]}, {"down", t.gemm_us[2]}}},
                       {"gemm_weight_bytes", t.gemm_weight_bytes},
+                      {"gemm_memory_bytes", t.gemm_memory_bytes},
+                      {"gemm_memory_tbps", t.gemm_memory_tbps},
                       {"gemm_flops", t.gemm_flops},
                       {"floor_us", f.us},
                       {"floor_bound", f.us > 0 ? nlohmann::json(std::string(f.bound)) : nlohmann::json(nullptr)},
+                      {"floor_memory_us", f.memory_us},
                       {"floor_weights_us", f.weights_us},
                       {"floor_flops_us", f.flops_us},
                       {"floor_reference_us", f.reference_us},
