@@ -34,8 +34,9 @@ static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk 
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 // A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
 // bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
-// reads expert 0's weights (from the L2); 4, no outputs are stored. Timed beside the kernel as it
-// is, each says how much of its time the device-memory traffic it removes costs.
+// reads expert 0's weights (from the L2); 4, no outputs are stored; 8, the weight words go to the
+// MMA undecoded (one AND each instead of the decode's 18 instructions). Timed beside the kernel as
+// it is, each says how much of its time the traffic or the work it removes costs.
 #ifndef TPGRAPH_WG_PROBE
 #define TPGRAPH_WG_PROBE 0
 #endif
@@ -278,7 +279,13 @@ __device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     std::uint32_t a[4];
-    detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+    if constexpr ((kWgProbe & 8) != 0) {
+      a[0] = a[2] = word_of(f, kk) & 0x3bff3bffu;  // the words as they come, finite fp16 bits
+      a[1] = f.scales.x & 0x3bff3bffu;
+      a[3] = f.scales.y & 0x3bff3bffu;
+    } else {
+      detail::decode_a_fragment<kV2>(word_of(f, kk), f.scales.x, f.scales.y, kk, a);
+    }
     detail::wgmma_fence();
     detail::Wgmma<kN>::mma(acc, a, detail::smem_desc_sw128_lo(desc + static_cast<std::uint32_t>(2 * kk)));
     detail::wgmma_commit();
@@ -381,9 +388,9 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   const bool partner = kPair && warp >= 4 * partial_groups;
   const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
   const bool group_active = (tile0 & ~3) < args.out_rows / 16;
-  const std::uint8_t* matrix = (partner ? args.partner_weights : args.weights) +
-                               static_cast<std::int64_t>(kWgProbe & 2 ? 0 : expert) * args.out_rows * chunks *
-                                   kChunkBytes;
+  const std::uint8_t* matrix =
+      (partner ? args.partner_weights : args.weights) +
+      static_cast<std::int64_t>(kWgProbe & 2 ? 0 : expert) * args.out_rows * chunks * kChunkBytes;
 
   // Shared-window addresses of the storage's members, as offsets from the ring's: one address
   // conversion, and the barrier addresses stay immediates from it.
