@@ -64,6 +64,15 @@ struct V1WeightStream {
 // on the barrier and read their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes
 // in flight without occupying the load units or registers. Both kernels walk chunks in unrolled
 // rounds of kPipeRound (chunk = round * kPipeRound + d), so stage and unit are constants.
+// L2 cache hints of the GEMMs' memory traffic, a compile-time knob for variant packs (bits; 0, no
+// hints, is the default): 1, the wgmma kernels' outputs stored with the streaming hint; 2, the
+// wgmma kernel's weight copies evict first; 4, its routed-row copies evict last; 8, the mma
+// kernel's weight copies evict first.
+#ifndef TPGRAPH_GEMM_L2_HINTS
+#define TPGRAPH_GEMM_L2_HINTS 0
+#endif
+constexpr int kL2Hints = TPGRAPH_GEMM_L2_HINTS;
+
 constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
 constexpr int kPipeStages = 2;                                         // bulk copies in flight per warp
 constexpr int kPipeRound = kPipeGroup * kPipeStages;                   // 8 chunks
@@ -136,7 +145,12 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
       for (int c = 0; c < 2; ++c) {
         const int n = j * 8 + 2 * t + c;
         const float scale = xs_s[n];
-        detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+        if constexpr ((kL2Hints & 1) != 0) {
+          detail::store_if_streaming(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]),
+                                     n < block_rows);
+        } else {
+          detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+        }
         out += c == 0 ? step : 7 * step;
       }
     }

@@ -35,7 +35,9 @@ static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 // A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
 // bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
 // reads expert 0's weights (from the L2); 4, no outputs are stored; 8, the weight words go to the
-// MMA undecoded (one AND each instead of the decode's 18 instructions). Timed beside the kernel as
+// MMA undecoded (one AND each instead of the decode's 18 instructions); 16, every block stores its
+// outputs over y's first rows (the same lines, which stay in the L2: the stores without their
+// device-memory writes). Timed beside the kernel as
 // it is, each says how much of its time the traffic or the work it removes costs.
 #ifndef TPGRAPH_WG_PROBE
 #define TPGRAPH_WG_PROBE 0
@@ -138,8 +140,12 @@ struct WgWeights<true, kTileStep> {
     int ci = c - item * chunks;
     while (n > 0) {
       const int m = min(n, chunks - ci);
-      detail::bulk_copy(dst, first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes,
-                        m * kUnitBytes, bar);
+      const std::uint8_t* src = first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes;
+      if constexpr ((kL2Hints & 2) != 0) {
+        detail::bulk_copy_hinted(dst, src, m * kUnitBytes, bar, detail::l2_evict_first_policy());
+      } else {
+        detail::bulk_copy(dst, src, m * kUnitBytes, bar);
+      }
       dst += static_cast<std::uint32_t>(m * kUnitBytes);
       n -= m;
       ++item;
@@ -332,7 +338,8 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
   // Staged columns [0, cols) are this GEMM's rows; in a pair block [cols, 2 * cols) the partner's.
   const int cols = min(kRows, args.out_rows - row_block * kRows);
   const int staged_cols = kPair ? 2 * cols : cols;
-  const std::int64_t first = static_cast<std::int64_t>(row_begin) * args.out_rows + row_block * kRows;
+  const std::int64_t first =
+      static_cast<std::int64_t>(kWgProbe & 16 ? 0 : row_begin) * args.out_rows + row_block * kRows;
   if constexpr ((kWgProbe & 4) != 0) return;
   float* y0 = args.y + first;
   float* partner_y0 = kPair ? args.partner_y + first : nullptr;
@@ -343,7 +350,12 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
       if (col < staged_cols) {
         const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
         float* y = !kPair || col < cols ? y0 + col : partner_y0 + (col - cols);
-        *reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows) = v;
+        float4* to = reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows);
+        if constexpr ((kL2Hints & 1) != 0) {
+          __stcs(to, v);
+        } else {
+          *to = v;
+        }
       }
     }
   }
@@ -422,8 +434,13 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
     const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
 #pragma unroll
     for (int r = 0; r < kN; r += 16) {
-      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems,
-                             (kWgProbe & 1 ? 0 : row_begin) + r, bar);
+      const int row = (kWgProbe & 1 ? 0 : row_begin) + r;
+      if constexpr ((kL2Hints & 4) != 0) {
+        detail::tensor_copy_2d_hinted(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row, bar,
+                                      detail::l2_evict_last_policy());
+      } else {
+        detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row, bar);
+      }
     }
   };
 
@@ -457,7 +474,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       detail::wgmma_wait<0>();
       continue;  // the next row block sums on (the outputs are wrong anyway)
     }
-    store_row_block<kN>(args, acc, xs_s, row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g, t);
+    store_row_block<kN>(args, acc, xs_s, kWgProbe & 16 ? 0 : row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g,
+                        t);
   }
   detail::wgmma_wait<0>();
 

@@ -36,6 +36,16 @@ __device__ __forceinline__ void store_if(float* out, float a, float b, bool keep
       : "memory");
 }
 
+// store_if with the cache-streaming hint (st.global.cs: evict-first lines in L1 and L2), for
+// outputs no kernel reads again soon.
+__device__ __forceinline__ void store_if_streaming(float* out, float a, float b, bool keep) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+      "@p st.global.cs.f32 [%0], %1;\n@p st.global.cs.f32 [%0+32], %2;\n}\n" ::"l"(out),
+      "f"(a), "f"(b), "r"(static_cast<int>(keep))
+      : "memory");
+}
+
 // ---- shared memory -------------------------------------------------------------------------------
 
 __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
@@ -158,6 +168,27 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, in
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
+// L2 cache policies for the copies' cache hints (sm_80+): lines the copy brings in are evicted
+// first (data read once) or last (data read again soon).
+__device__ __forceinline__ std::uint64_t l2_evict_first_policy() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ std::uint64_t l2_evict_last_policy() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// bulk_copy with an L2 cache policy.
+__device__ __forceinline__ void bulk_copy_hinted(std::uint32_t dst, const void* src, int bytes, std::uint32_t bar,
+                                                 std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+}
 // The box of a 2-D tensor map at (x, y), as the map's swizzle lays it out. `map` is the generic
 // address of a CUtensorMap in parameter, constant or global memory.
 __device__ __forceinline__ void tensor_copy_2d(std::uint32_t dst, std::uint64_t map, int x, int y, std::uint32_t bar) {
@@ -165,6 +196,15 @@ __device__ __forceinline__ void tensor_copy_2d(std::uint32_t dst, std::uint64_t 
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
           dst),
       "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+// tensor_copy_2d with an L2 cache policy.
+__device__ __forceinline__ void tensor_copy_2d_hinted(std::uint32_t dst, std::uint64_t map, int x, int y,
+                                                      std::uint32_t bar, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
+      "%3}], [%4], %5;" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy)
       : "memory");
 }
 
