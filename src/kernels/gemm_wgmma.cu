@@ -273,6 +273,23 @@ __device__ __forceinline__ int start_ring(const LoadB& load_b, bool producer, in
   return kWgAhead % chunks;
 }
 
+// One thread: chunk c of the block's routed rows (from `first_row` on) into the stage at `dst`,
+// N/16 tensor copies of 16 rows x 64 columns, completing on `bar` with the bytes.
+template <int kN>
+__device__ __forceinline__ void load_routed_chunk(std::uint32_t bar, std::uint32_t dst, std::uint64_t map, int c,
+                                                  int first_row) {
+  detail::mbar_expect_tx(bar, kN * 128);
+#pragma unroll
+  for (int r = 0; r < kN; r += 16) {
+    if constexpr ((kL2Hints & 4) != 0) {
+      detail::tensor_copy_2d_hinted(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar,
+                                    detail::l2_evict_last_policy());
+    } else {
+      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
+    }
+  }
+}
+
 // A warp's k16 steps of one chunk: the weights f, decoded step by step into the A fragment, against
 // the routed rows in stage s. The ring's descriptors by their low word: stage s, k16 step kk at
 // desc_base + s * 1280 + 2 * kk (the address field counts 16 bytes), the high word a constant.
@@ -429,19 +446,9 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
                                                   row_begin, block_rows);
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
   auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
-    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
-    detail::mbar_expect_tx(bar, kN * 128);
-    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
-#pragma unroll
-    for (int r = 0; r < kN; r += 16) {
-      const int row = (kWgProbe & 1 ? 0 : row_begin) + r;
-      if constexpr ((kL2Hints & 4) != 0) {
-        detail::tensor_copy_2d_hinted(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row, bar,
-                                      detail::l2_evict_last_policy());
-      } else {
-        detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, row, bar);
-      }
-    }
+    load_routed_chunk<kN>(full_bars + 8 * static_cast<std::uint32_t>(stage),
+                          b_base + static_cast<std::uint32_t>(stage * kWgStageBytes), map, c,
+                          kWgProbe & 1 ? 0 : row_begin);
   };
 
   int load_c = start_ring(load_b, producer, chunks, total);  // the routed-row chunk loaded next
