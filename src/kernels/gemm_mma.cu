@@ -135,11 +135,14 @@ struct WarpWeightCopies {
     const int tile = first_tile + w < tiles ? first_tile + w : 0;
     const std::uint32_t bar = pipes.barrier(w, stage);
     detail::mbar_expect_tx(bar, bytes);
-    const std::uint8_t* src = matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes;
     if constexpr ((kL2Hints & 8) != 0) {
-      detail::bulk_copy_hinted(pipes.stage(w, stage), src, bytes, bar, detail::l2_evict_first_policy());
+      detail::bulk_copy_hinted(pipes.stage(w, stage),
+                               matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes,
+                               bytes, bar, detail::l2_evict_first_policy());
     } else {
-      detail::bulk_copy(pipes.stage(w, stage), src, bytes, bar);
+      detail::bulk_copy(pipes.stage(w, stage),
+                        matrix + (static_cast<std::int64_t>(tile) * chunks + group * kPipeGroup) * kUnitBytes, bytes,
+                        bar);
     }
   }
   // Lane 0 of warp w: w's barriers, then its first kPipeStages groups. The caller's __syncwarp

@@ -273,12 +273,14 @@ __device__ __forceinline__ int start_ring(const LoadB& load_b, bool producer, in
   return kWgAhead % chunks;
 }
 
-// One thread: chunk c of the block's routed rows (from `first_row` on) into the stage at `dst`,
-// N/16 tensor copies of 16 rows x 64 columns, completing on `bar` with the bytes.
+// One thread: chunk c of the block's routed rows (from `first_row` on) into ring stage `stage`,
+// N/16 tensor copies of 16 rows x 64 columns, completing on the stage's full barrier with the bytes.
 template <int kN>
-__device__ __forceinline__ void load_routed_chunk(std::uint32_t bar, std::uint32_t dst, std::uint64_t map, int c,
-                                                  int first_row) {
+__device__ __forceinline__ void load_routed_chunk(std::uint32_t full_bars, std::uint32_t b_base, int stage,
+                                                  std::uint64_t map, int c, int first_row) {
+  const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
   detail::mbar_expect_tx(bar, kN * 128);
+  const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
 #pragma unroll
   for (int r = 0; r < kN; r += 16) {
     if constexpr ((kL2Hints & 4) != 0) {
@@ -446,9 +448,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
                                                   row_begin, block_rows);
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
   auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
-    load_routed_chunk<kN>(full_bars + 8 * static_cast<std::uint32_t>(stage),
-                          b_base + static_cast<std::uint32_t>(stage * kWgStageBytes), map, c,
-                          kWgProbe & 1 ? 0 : row_begin);
+    load_routed_chunk<kN>(full_bars, b_base, stage, map, c, kWgProbe & 1 ? 0 : row_begin);
   };
 
   int load_c = start_ring(load_b, producer, chunks, total);  // the routed-row chunk loaded next
