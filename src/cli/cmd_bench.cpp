@@ -4,8 +4,9 @@
 // The limits (cuda/bench_limits.hpp): streaming read, write and copy kernels, each at the best launch
 // shape of a sweep, and the peak of the GEMM's own tensor-core instruction in a kernel that does
 // nothing else, with cuBLAS's fp16 GEMM beside it. The floor of a token count is the time the
-// three GEMMs' weight bytes take at the read limit or their FLOPs at the MMA peak, whichever is
-// longer.
+// three GEMMs' device-memory bytes (core/analysis/bench_model.hpp: their weights, and their
+// activations past what the L2 can hold) take at the read limit or their FLOPs at the MMA peak,
+// whichever is longer.
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
 // kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of
