@@ -145,12 +145,8 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
       for (int c = 0; c < 2; ++c) {
         const int n = j * 8 + 2 * t + c;
         const float scale = xs_s[n];
-        if constexpr ((kL2Hints & 1) != 0) {
-          detail::store_if_streaming(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]),
-                                     n < block_rows);
-        } else {
-          detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
-        }
+        detail::store_if<(kL2Hints & 1) != 0>(out, __fmul_rn(scale, acc[4 * j + c]),
+                                              __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
         out += c == 0 ? step : 7 * step;
       }
     }

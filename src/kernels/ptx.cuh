@@ -27,23 +27,24 @@ __device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) {
 }
 
 // out[0] = a and out[8] = b where `keep`; volatile, so the stores stay in program order and their
-// addresses are not computed ahead (which would hold a register pair per store).
+// addresses are not computed ahead (which would hold a register pair per store). kStreaming adds
+// the cache-streaming hint (st.global.cs: evict-first lines in L1 and L2), for outputs no kernel
+// reads again soon.
+template <bool kStreaming = false>
 __device__ __forceinline__ void store_if(float* out, float a, float b, bool keep) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
-      "@p st.global.f32 [%0], %1;\n@p st.global.f32 [%0+32], %2;\n}\n" ::"l"(out),
-      "f"(a), "f"(b), "r"(static_cast<int>(keep))
-      : "memory");
-}
-
-// store_if with the cache-streaming hint (st.global.cs: evict-first lines in L1 and L2), for
-// outputs no kernel reads again soon.
-__device__ __forceinline__ void store_if_streaming(float* out, float a, float b, bool keep) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
-      "@p st.global.cs.f32 [%0], %1;\n@p st.global.cs.f32 [%0+32], %2;\n}\n" ::"l"(out),
-      "f"(a), "f"(b), "r"(static_cast<int>(keep))
-      : "memory");
+  if constexpr (kStreaming) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+        "@p st.global.cs.f32 [%0], %1;\n@p st.global.cs.f32 [%0+32], %2;\n}\n" ::"l"(out),
+        "f"(a), "f"(b), "r"(static_cast<int>(keep))
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+        "@p st.global.f32 [%0], %1;\n@p st.global.f32 [%0+32], %2;\n}\n" ::"l"(out),
+        "f"(a), "f"(b), "r"(static_cast<int>(keep))
+        : "memory");
+  }
 }
 
 // ---- shared memory -------------------------------------------------------------------------------
