@@ -155,6 +155,24 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 }
 
+// Lane 0 of each of `warps` warps: staged rows n = warp, warp + warps, ... < rows (kStride floats
+// apart in shared memory, after fence_proxy_async_shared and a barrier) to y0 + n * out_rows by
+// bulk copies of `cols` floats, in a pair block also the next `cols` staged floats to partner_y0;
+// returns once the copies have read shared memory, so the block may exit while they drain.
+template <int kStride, bool kPair>
+__device__ __forceinline__ void bulk_store_rows(const float* staged, float* y0, float* partner_y0, int cols, int rows,
+                                                int out_rows, int warp, int warps, int lane) {
+  if (lane != 0) return;
+  for (int n = warp; n < rows; n += warps) {
+    const std::uint32_t src = detail::smem_address(staged + n * kStride);
+    const std::int64_t row = static_cast<std::int64_t>(n) * out_rows;
+    detail::bulk_store(y0 + row, src, cols * 4);
+    if (kPair) detail::bulk_store(partner_y0 + row, src + static_cast<std::uint32_t>(cols * 4), cols * 4);
+  }
+  detail::bulk_store_commit();
+  detail::bulk_store_wait_read();
+}
+
 // The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernels'
 // copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row
 // (gemm_wgmma.cu).

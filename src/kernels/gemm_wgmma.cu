@@ -43,6 +43,11 @@ static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 #define TPGRAPH_WG_PROBE 0
 #endif
 constexpr int kWgProbe = TPGRAPH_WG_PROBE;
+// A variant knob (off by default): the last row block's staged outputs go out by bulk copies from
+// shared memory (bulk_store_rows), so the warps need not wait for them, instead of 16-byte stores.
+#ifndef TPGRAPH_WG_BULK_STORE
+#define TPGRAPH_WG_BULK_STORE 0
+#endif
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
@@ -353,6 +358,7 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
       }
     }
   }
+  if constexpr (TPGRAPH_WG_BULK_STORE != 0) detail::fence_proxy_async_shared();  // for the bulk copies' reads
   __syncthreads();
   // Staged columns [0, cols) are this GEMM's rows; in a pair block [cols, 2 * cols) the partner's.
   const int cols = min(kRows, args.out_rows - row_block * kRows);
@@ -362,6 +368,10 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
   if constexpr ((kWgProbe & 4) != 0) return;
   float* y0 = args.y + first;
   float* partner_y0 = kPair ? args.partner_y + first : nullptr;
+  if constexpr (TPGRAPH_WG_BULK_STORE != 0) {
+    return bulk_store_rows<kStride, kPair>(staged, y0, partner_y0, cols, block_rows, args.out_rows, warp,
+                                           4 * kWarpgroups, lane);
+  }
   for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
 #pragma unroll
     for (int h = 0; h < kRows / 128; ++h) {

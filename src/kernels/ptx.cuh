@@ -209,6 +209,18 @@ __device__ __forceinline__ void tensor_copy_2d_hinted(std::uint32_t dst, std::ui
       : "memory");
 }
 
+// A bulk copy out of shared memory to global memory (16-byte aligned, a multiple of 16 bytes), in
+// this thread's bulk group; commit the group, and wait until every committed copy has read its
+// shared memory (the writes to global memory complete on their own).
+__device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src, int bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
 // ---- tensor cores --------------------------------------------------------------------------------
 
 // mma.sync m16n8k16 (sm_80+), f32 += f16 x f16, accumulating in place.
