@@ -3,10 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "cuda/capture.hpp"
 #include "cuda_error/error.hpp"
+#include "kernels/kernels.hpp"
 
 namespace tpgraph::cuda {
 namespace {
@@ -15,16 +17,21 @@ const std::vector<ChainStep> kGemmSteps{ChainStep::gate, ChainStep::up, ChainSte
 
 }  // namespace
 
-TimedGraph::TimedGraph(const RankLayer& layer, std::vector<ChainStep> steps)
-    : device_(layer.device()), steps_(std::move(steps)), stream_(make_stream(device_)) {
+TimedGraph::TimedGraph(const RankLayer& layer, std::vector<ChainStep> steps, Timing timing)
+    : device_(layer.device()),
+      steps_(std::move(steps)),
+      per_step_(timing == Timing::per_step),
+      stream_(make_stream(device_)) {
   const DeviceScope scope(device_);
   for (std::size_t i = 0; i <= steps_.size(); ++i) events_.push_back(make_event(device_));
+  const kernels::ProgrammaticLaunches programmatic(timing == Timing::span_programmatic);
   graph_ = capture_graph(stream_.get(), device_, [&] {
     // External records are graph nodes whose times cudaEventElapsedTime can read after a replay.
     TPG_CUDA(cudaEventRecordWithFlags(events_[0].get(), stream_.get(), cudaEventRecordExternal));
     for (std::size_t i = 0; i < steps_.size(); ++i) {
       layer.enqueue(steps_[i], stream_.get());
-      TPG_CUDA(cudaEventRecordWithFlags(events_[i + 1].get(), stream_.get(), cudaEventRecordExternal));
+      if (per_step_ || i + 1 == steps_.size())
+        TPG_CUDA(cudaEventRecordWithFlags(events_[i + 1].get(), stream_.get(), cudaEventRecordExternal));
     }
   });
   exec_ = instantiate(graph_);
@@ -47,7 +54,7 @@ void TimedGraph::replay_once(std::vector<std::vector<double>>& us) const {
   const DeviceScope scope(device_);
   TPG_CUDA(cudaGraphLaunch(exec_.get(), stream_.get()));
   TPG_CUDA(cudaStreamSynchronize(stream_.get()));
-  for (std::size_t i = 0; i <= steps_.size(); ++i) {
+  for (std::size_t i = per_step_ ? 0 : steps_.size(); i <= steps_.size(); ++i) {
     const std::size_t from = i < steps_.size() ? i : 0;
     const std::size_t to = i < steps_.size() ? i + 1 : steps_.size();
     float ms = 0;
@@ -66,18 +73,24 @@ ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays) {
   // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
   // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
   // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096.
-  const TimedGraph chain_graph(layer, std::vector<ChainStep>(kChainSteps.begin(), kChainSteps.end()));
+  const std::vector<ChainStep> chain(kChainSteps.begin(), kChainSteps.end());
+  const TimedGraph chain_graph(layer, chain);
   const TimedGraph gemm_graph(layer, kGemmSteps);
-  chain_graph.warm(warmup);
-  gemm_graph.warm(warmup);
-  ChainTimes t;
-  t.chain_us.resize(chain_graph.steps() + 1);
-  t.gemm_us.resize(gemm_graph.steps() + 1);
-  for (int r = 0; r < replays; ++r) {
-    chain_graph.replay_once(t.chain_us);
-    gemm_graph.replay_once(t.gemm_us);
+  const TimedGraph chain_span(layer, chain, Timing::span);
+  const TimedGraph chain_programmatic(layer, chain, Timing::span_programmatic);
+  const TimedGraph gemm_span(layer, kGemmSteps, Timing::span);
+  const TimedGraph gemm_programmatic(layer, kGemmSteps, Timing::span_programmatic);
+  const std::array<const TimedGraph*, 6> graphs{&chain_graph,        &gemm_graph, &chain_span,
+                                                &chain_programmatic, &gemm_span,  &gemm_programmatic};
+  std::array<std::vector<std::vector<double>>, graphs.size()> us;
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    graphs[g]->warm(warmup);
+    us[g].resize(graphs[g]->steps() + 1);
   }
-  return t;
+  for (int r = 0; r < replays; ++r)
+    for (std::size_t g = 0; g < graphs.size(); ++g) graphs[g]->replay_once(us[g]);
+  return ChainTimes{std::move(us[0]),        std::move(us[1]),        std::move(us[2].back()),
+                    std::move(us[3].back()), std::move(us[4].back()), std::move(us[5].back())};
 }
 
 std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays) {
@@ -124,6 +137,10 @@ bench::TokenMeasurement measure_bench_tokens(RankLayer& layer, const Routing& ro
   m.tile_gate_up = layer.gate_tile();
   m.tile_down = layer.down_tile();
   m.chain_us = times.chain_us.back();
+  m.chain_span_us = std::move(times.chain_span_us);
+  m.chain_programmatic_us = std::move(times.chain_programmatic_us);
+  m.gemms_span_us = std::move(times.gemms_span_us);
+  m.gemms_programmatic_us = std::move(times.gemms_programmatic_us);
   m.steps = chain_steps(layer, routing, std::move(times.chain_us));
   for (std::size_t i = 0; i < m.gemms_us.size(); ++i) m.gemms_us[i] = std::move(times.gemm_us[i]);
   if (all_tiles) m.tiles = tile_sweep(layer, routing, warmup, replays);

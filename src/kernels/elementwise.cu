@@ -13,9 +13,14 @@
 
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
+#include "kernels/ptx.cuh"
 
 namespace tpgraph::kernels {
 namespace {
+
+// Every kernel here may be launched programmatically (launch.cuh): each lets the next kernel launch
+// as it starts and waits for the kernels before it before reading anything; none has work worth
+// doing before that wait.
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
@@ -64,6 +69,8 @@ __device__ __forceinline__ Block16 quantize_block16(const float4* x, int block, 
 __global__ void __launch_bounds__(kThreads)
     quantize_rows_kernel(const float* __restrict__ src, int cols, std::int64_t rows, __half2* __restrict__ dst,
                          float* __restrict__ scale) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -109,6 +116,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     gather_quantize_kernel(const float* __restrict__ z, int cols, const std::int32_t* __restrict__ pair_row, int top_k,
                            int pairs_per_block, uint4* __restrict__ dst, float* __restrict__ scale) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   extern __shared__ uint4 row16[];  // cols / 8: the token's f16 row in k order
   __shared__ float warp_max[kThreads / 32];
   const int groups = (top_k + pairs_per_block - 1) / pairs_per_block;
@@ -171,6 +180,8 @@ __device__ __forceinline__ float swiglu1(float g, float u) {
 
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float4* __restrict__ g, const float4* __restrict__ u,
                                                           std::int64_t vectors, float4* __restrict__ a) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kSwigluVectors;
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kSwigluVectors + threadIdx.x;
        base < vectors; base += stride) {
@@ -199,6 +210,8 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float4* __restri
 // 16-byte aligned.
 __global__ void swiglu_scalar_kernel(const float* __restrict__ g, const float* __restrict__ u, std::int64_t n,
                                      float* __restrict__ a) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     a[i] = swiglu1(g[i], u[i]);
@@ -208,6 +221,8 @@ __global__ void swiglu_scalar_kernel(const float* __restrict__ g, const float* _
 // Contract step 6: a token's pairs j = 0..k-1 in order, each an fmaf into one accumulator.
 __global__ void combine_kernel(const float* __restrict__ y, int hidden, const std::int32_t* __restrict__ pair_row,
                                const float* __restrict__ pair_weight, int tokens, int top_k, float* __restrict__ out) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   const int vectors = hidden / 4;
   const std::int64_t total = static_cast<std::int64_t>(tokens) * vectors;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -231,6 +246,8 @@ __global__ void combine_kernel(const float* __restrict__ y, int hidden, const st
 // Contract step 7: out += partials[0], then += partials[1], ... in that order.
 __global__ void join_reduce_kernel(const float* const* __restrict__ partials, int count, std::int64_t n,
                                    float* __restrict__ out) {
+  detail::allow_dependent_launch();
+  detail::wait_for_prerequisite_grids();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     float acc = out[i];
@@ -302,17 +319,16 @@ void gather_quantize(const float* z, int hidden, const DeviceRouting& routing, s
   const int blocks_per_token = (routing.top_k + pairs_per_block - 1) / pairs_per_block;
   const int smem = hidden * 2;
   detail::prepare_smem(reinterpret_cast<const void*>(gather_quantize_kernel), smem, "gather_quantize");
-  gather_quantize_kernel<<<static_cast<unsigned int>(std::int64_t{routing.tokens} * blocks_per_token), kThreads, smem,
-                           stream>>>(z, hidden, routing.pair_row, routing.top_k, pairs_per_block,
-                                     reinterpret_cast<uint4*>(x16), xs);
-  detail::check_launch("gather_quantize");
+  detail::launch("gather_quantize", gather_quantize_kernel,
+                 static_cast<unsigned int>(std::int64_t{routing.tokens} * blocks_per_token), kThreads, smem, stream, z,
+                 hidden, routing.pair_row, routing.top_k, pairs_per_block, reinterpret_cast<uint4*>(x16), xs);
 }
 
 void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a16, float* as, Stream stream) {
   check_cols(cols, "quantize_rows");
   if (rows <= 0) return;
-  quantize_rows_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(a, cols, rows, reinterpret_cast<__half2*>(a16), as);
-  detail::check_launch("quantize_rows");
+  detail::launch("quantize_rows", quantize_rows_kernel, row_blocks(rows), kThreads, 0, stream, a, cols, rows,
+                 reinterpret_cast<__half2*>(a16), as);
 }
 
 void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream) {
@@ -322,17 +338,15 @@ void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream str
   if (aligned(g) && aligned(u) && aligned(a)) {
     const std::int64_t vectors = n / 4;
     if (vectors > 0) {
-      swiglu_kernel<<<detail::grid_for(vectors, kThreads, kSwigluVectors), kThreads, 0, stream>>>(
-          reinterpret_cast<const float4*>(g), reinterpret_cast<const float4*>(u), vectors,
-          reinterpret_cast<float4*>(a));
-      detail::check_launch("swiglu");
+      detail::launch("swiglu", swiglu_kernel, detail::grid_for(vectors, kThreads, kSwigluVectors), kThreads, 0, stream,
+                     reinterpret_cast<const float4*>(g), reinterpret_cast<const float4*>(u), vectors,
+                     reinterpret_cast<float4*>(a));
     }
     done = vectors * 4;
   }
   if (done < n) {
-    swiglu_scalar_kernel<<<detail::grid_for(n - done, kThreads, 4), kThreads, 0, stream>>>(g + done, u + done, n - done,
-                                                                                           a + done);
-    detail::check_launch("swiglu");
+    detail::launch("swiglu", swiglu_scalar_kernel, detail::grid_for(n - done, kThreads, 4), kThreads, 0, stream,
+                   g + done, u + done, n - done, a + done);
   }
 }
 
@@ -340,15 +354,14 @@ void combine(const float* y, int hidden, const DeviceRouting& routing, float* ou
   check_cols(hidden, "combine");
   if (routing.tokens <= 0) return;
   const std::int64_t work = static_cast<std::int64_t>(routing.tokens) * (hidden / 4);
-  combine_kernel<<<detail::grid_for(work, kThreads, 1), kThreads, 0, stream>>>(
-      y, hidden, routing.pair_row, routing.pair_weight, routing.tokens, routing.top_k, out);
-  detail::check_launch("combine");
+  detail::launch("combine", combine_kernel, detail::grid_for(work, kThreads, 1), kThreads, 0, stream, y, hidden,
+                 routing.pair_row, routing.pair_weight, routing.tokens, routing.top_k, out);
 }
 
 void join_reduce(const float* const* partials, int count, std::int64_t n, float* out, Stream stream) {
   if (n <= 0 || count <= 0) return;
-  join_reduce_kernel<<<detail::grid_for(n, kThreads, 4), kThreads, 0, stream>>>(partials, count, n, out);
-  detail::check_launch("join_reduce");
+  detail::launch("join_reduce", join_reduce_kernel, detail::grid_for(n, kThreads, 4), kThreads, 0, stream, partials,
+                 count, n, out);
 }
 
 }  // namespace tpgraph::kernels

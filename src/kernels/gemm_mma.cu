@@ -357,6 +357,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
   // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
+  detail::wait_for_prerequisite_grids();  // the weights' first copies are in flight; the routed rows come next
   load_scales<kN8>(args, xs_s, row_begin, block_rows);
   fill_ring<kSub>(load_b, chunks);
   mma_rounds<kV2, kN8, kSub>(load_b, piece_src, weights, copies, compute, acc, chunks, warp, lane);
@@ -382,6 +383,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
   static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
   static_assert(fits_every_variant<kV2, kWarps, kMaxN8>(), "every variant fits the tile's shared memory");
   extern __shared__ __align__(128) std::uint8_t smem[];
+  detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   const int n8 = (w.rows + 7) / 8;
   if (n8 == 1 || kMaxN8 == 1)
@@ -409,8 +411,7 @@ void launch_tile(const GemmArgs& args, int grid, cudaStream_t stream) {
   constexpr int min_blocks = kV2 || spec.n8 == 1 ? spec.min_blocks : 1;
   auto* kernel = grouped_gemm_mma_kernel<kV2, spec.warps, spec.n8, min_blocks>;
   detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
-  kernel<<<static_cast<unsigned int>(grid), 32 * spec.warps, smem, stream>>>(args);
-  detail::check_launch("grouped_gemm");
+  detail::launch("grouped_gemm", kernel, static_cast<unsigned int>(grid), 32 * spec.warps, smem, stream, args);
 }
 
 template <bool kV2>

@@ -227,6 +227,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
     }
     detail::fence_mbarrier_init();
   }
+  detail::wait_for_prerequisite_grids();  // the weights' first copies are in flight; the routed rows come next
   const float ts = args.tensor_scale[expert];
   const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
   for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
@@ -524,6 +525,7 @@ template <bool kV2, int kWarpgroups, int kMinBlocks>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
+  detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {
     wgmma_rows<kV2, kWarpgroups, true>(args, &x16_map, wg_smem, w);
@@ -544,8 +546,8 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
   constexpr int smem = wgmma_smem_bytes<kV2, spec.warpgroups>();
   detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
   const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
-  kernel<<<static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream>>>(args, map);
-  detail::check_launch("grouped_gemm");
+  detail::launch("grouped_gemm", kernel, static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream, args,
+                 map);
 }
 
 template <bool kV2>

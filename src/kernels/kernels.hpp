@@ -48,6 +48,23 @@ struct DeviceGemmPlan {
   bool paired = false;  // GemmPlan::paired: the launch needs a partner
 };
 
+// While one lives, the kernels this thread launches carry the programmatic-serialization attribute
+// (programmatic dependent launch, sm_90): each may start while the kernel before it in the stream
+// still runs, and waits for it in its own code before it reads what that kernel wrote (ptx.cuh,
+// wait_for_prerequisite_grids). Captured into a graph, the edge between two such kernels is a
+// programmatic one. The next kernel's blocks then take the SMs the previous kernel's last blocks
+// leave free and start their weight copies while those finish. Nesting restores the outer setting.
+class ProgrammaticLaunches {
+ public:
+  explicit ProgrammaticLaunches(bool on = true);
+  ~ProgrammaticLaunches();
+  ProgrammaticLaunches(const ProgrammaticLaunches&) = delete;
+  ProgrammaticLaunches& operator=(const ProgrammaticLaunches&) = delete;
+
+ private:
+  bool outer_;
+};
+
 // 1. x16[i] = half(z[row_token[i]] / s), xs[i] = s = amax of the row (1 if 0).
 // x16 and a16 rows are stored in the grouped GEMM's k order, not column order: within every 16
 // columns, half2 slot t (t = 0..3) holds columns (2t, 2t+8) and slot 4+t holds (2t+1, 2t+9). The

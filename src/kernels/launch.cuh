@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <mutex>
 #include <set>
 #include <source_location>
@@ -20,6 +21,31 @@ inline void check_launch(const char* kernel, std::source_location where = std::s
 inline void check_call(cudaError_t status, const char* what,
                        std::source_location where = std::source_location::current()) {
   cuda::check(status, what, where);
+}
+
+// Whether the launches this thread enqueues now carry the programmatic-serialization attribute
+// (kernels.hpp, ProgrammaticLaunches).
+bool programmatic_launches() noexcept;
+
+// kernel<<<grid, threads, smem, stream>>>(args...), then check_launch, with the
+// programmatic-serialization attribute while programmatic_launches() says so. Only kernels whose
+// every thread waits for its prerequisite grids (ptx.cuh, wait_for_prerequisite_grids) before it
+// touches what they wrote are launched through this.
+template <typename... Params, typename... Args>
+void launch(const char* what, void (*kernel)(Params...), unsigned int grid, unsigned int threads, int smem,
+            cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  config.stream = stream;
+  config.attrs = &programmatic;
+  config.numAttrs = programmatic_launches() ? 1 : 0;
+  check_call(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
+  check_launch(what);
 }
 
 // Prepares `kernel` for `bytes` of dynamic shared memory on the current device: the largest

@@ -153,6 +153,28 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   TPGRAPH_WGMMA_ASM("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
 
+// ---- programmatic dependent launch (sm_90) -------------------------------------------------------
+
+// A kernel launched with the programmatic-serialization attribute (launch.cuh, kernels.hpp
+// ProgrammaticLaunches) may start while the kernel before it in the stream still runs. Its threads
+// wait here before they read what a kernel before them wrote or write what one of them reads;
+// work that touches only data no kernel of the layer writes (weights, the plan, barriers in shared
+// memory) may come first. Without the attribute the wait returns at once. Before sm_90 the
+// attribute cannot be set and both are nothing.
+__device__ __forceinline__ void wait_for_prerequisite_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// Lets the next kernel in the stream launch once every block of this one has said so (or exited):
+// its blocks then take the SMs this kernel's last blocks leave free, and run their prologues while
+// those finish. It orders nothing: the next kernel still waits for this one's completion.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ---- proxies (sm_90) -------------------------------------------------------------------------------
 
 // Orders this thread's ordinary shared-memory writes before later reads by the asynchronous proxy

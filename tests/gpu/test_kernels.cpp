@@ -316,6 +316,54 @@ TEST_CASE("replays of the captured chain are deterministic and match eager issue
   }
 }
 
+// Edges of `graph` whose data says programmatic (type 1: the next kernel may start while this one runs).
+std::size_t programmatic_edges(cudaGraph_t graph) {
+  std::size_t n = 0;
+  TPG_CUDA(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n));
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  TPG_CUDA(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n));
+  return static_cast<std::size_t>(std::count_if(data.begin(), data.end(), [](const cudaGraphEdgeData& e) {
+    return e.type == cudaGraphDependencyTypeProgrammatic;
+  }));
+}
+
+TEST_CASE("the chain launched programmatically gives the bits of plain issue, eager and replayed",
+          "[gpu][kernels][full]") {
+  for (const int t : {43, 4096}) {  // mma tiles, then wgmma tiles with pair blocks
+    DYNAMIC_SECTION("t=" << t) {
+      Geometry g;
+      g.tokens = t;
+      const Case c = make_case(g);
+      cuda::RankLayer layer(0, c.g, c.routing, *c.weights, Layout::v2);
+      layer.upload_input(c.z);
+      const cuda::Stream stream = cuda::make_stream(0);
+      layer.poison();
+      layer.enqueue_chain(stream.get());
+      TPG_CUDA(cudaStreamSynchronize(stream.get()));
+      const std::vector<float> plain = layer.download_out();
+      REQUIRE(nan_count(plain) == 0);
+
+      const kernels::ProgrammaticLaunches programmatic;
+      layer.poison();
+      layer.enqueue_chain(stream.get());
+      TPG_CUDA(cudaStreamSynchronize(stream.get()));
+      CHECK(same_bits(layer.download_out(), plain));
+      const cuda::Graph graph = cuda::capture_graph(stream.get(), 0, [&] { layer.enqueue_chain(stream.get()); });
+      // Seven kernels, one after the other: six programmatic edges.
+      CHECK(programmatic_edges(graph.get()) == cuda::kChainSteps.size() - 1);
+      const cuda::GraphExec exec = cuda::instantiate(graph);
+      for (int replay = 0; replay < 3; ++replay) {
+        layer.poison();
+        TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
+        TPG_CUDA(cudaStreamSynchronize(stream.get()));
+        INFO("replay " << replay);
+        CHECK(same_bits(layer.download_out(), plain));
+      }
+    }
+  }
+}
+
 TEST_CASE("join_reduce adds the partials in rank order", "[gpu][kernels]") {
   const std::size_t n = 1000;
   std::vector<float> root(n), p1(n), p2(n);

@@ -220,7 +220,7 @@ TEST_CASE("bench's JSON carries the same figures as its text, with the limits an
   TokenMeasurement m = made_up_tokens();
   m.tiles.push_back({0, 128, 64, {{{100.0}, {110.0}, {120.0}, {330.0}}}});
   const auto j = bench_json(setup, {analyze_bench_tokens(m, setup.limits)}, {"0.1.0", "abcdef012345", "2027-01-01"});
-  CHECK(j["schema"] == "tpgraph.bench/3");
+  CHECK(j["schema"] == "tpgraph.bench/4");
   CHECK(j["git_revision"] == "abcdef012345");
   CHECK(j["date"] == "2027-01-01");
   CHECK(j["device"]["ordinal"] == 1);

@@ -117,6 +117,11 @@ TokenFigures analyze_bench_tokens(const TokenMeasurement& m, const Limits& limit
   t.gemm_fraction_of_cublas = fraction_of(t.gemm_tflops, limits.cublas_tflops());
   t.floor = gemm_floor(t.gemm_weight_bytes, t.gemm_memory_bytes, t.gemm_flops, limits);
   t.chain_us = stats::median(m.chain_us);
+  const auto median_or_0 = [](const std::vector<double>& us) { return us.empty() ? 0.0 : stats::median(us); };
+  t.chain_span_us = median_or_0(m.chain_span_us);
+  t.chain_programmatic_us = median_or_0(m.chain_programmatic_us);
+  t.gemms_span_us = median_or_0(m.gemms_span_us);
+  t.gemms_programmatic_us = median_or_0(m.gemms_programmatic_us);
   for (const TileMeasurement& tile : m.tiles) {
     TileFigures f{tile.tile, tile.block_rows, tile.block_tokens, {}};
     for (std::size_t i = 0; i < f.median_us.size(); ++i) f.median_us[i] = stats::median(tile.replay_us[i]);

@@ -121,7 +121,11 @@ struct TokenMeasurement {
   std::vector<StepMeasurement> steps;           // the chain's kernels in issue order
   std::vector<double> chain_us;                 // the whole chain, per replay
   std::array<std::vector<double>, 4> gemms_us;  // gate, up, down alone, then the three, per replay
-  std::vector<TileMeasurement> tiles;           // empty unless --all-tiles
+  // The chain and the three GEMMs with no event between kernels, launched plainly and
+  // programmatically (cuda/bench_chain.hpp, Timing), per replay; empty where not measured.
+  std::vector<double> chain_span_us, chain_programmatic_us;
+  std::vector<double> gemms_span_us, gemms_programmatic_us;
+  std::vector<TileMeasurement> tiles;  // empty unless --all-tiles
 };
 
 // A fraction of a limit: absent where the limit was not measured (or is not positive).
@@ -196,6 +200,12 @@ struct TokenFigures {
   std::optional<double> gemm_fraction_of_cublas;
   Floor floor;
   double chain_us = 0;  // median of the whole chain
+  // Medians of TokenMeasurement's span series: as a layer runs its kernels, one after the other
+  // (span) or programmatically; 0 where not measured.
+  double chain_span_us = 0;
+  double chain_programmatic_us = 0;
+  double gemms_span_us = 0;
+  double gemms_programmatic_us = 0;
   std::vector<TileFigures> tiles;
 
   [[nodiscard]] bool any_fits_l2() const;

@@ -91,6 +91,14 @@ std::string render_bench_tokens(const TokenFigures& t, const Limits& limits) {
   }
   put_gemms_and_floor(put, t);
   fmt::format_to(put, "  chain    {:>10.1f} us (7 kernels, with event nodes between them)\n", t.chain_us);
+  if (t.gemms_span_us > 0 && t.chain_span_us > 0) {
+    const auto programmatic = [](double plain, double pdl) {
+      return pdl > 0 ? fmt::format(", launched programmatically {:.1f} us ({:.3f}x)", pdl, pdl / plain) : std::string();
+    };
+    fmt::format_to(put, "  as a layer runs them (no event between kernels): 3 GEMMs {:.1f} us{}; chain {:.1f} us{}\n",
+                   t.gemms_span_us, programmatic(t.gemms_span_us, t.gemms_programmatic_us), t.chain_span_us,
+                   programmatic(t.chain_span_us, t.chain_programmatic_us));
+  }
   if (!t.tiles.empty()) {
     fmt::format_to(put, "  tiles (gate / up / down median us):");
     for (const TileFigures& tile : t.tiles) {
@@ -215,7 +223,11 @@ nlohmann::json bench_tokens_json(const TokenFigures& t) {
                       {"floor_weights_us", f.weights_us},
                       {"floor_flops_us", f.flops_us},
                       {"floor_reference_us", f.reference_us},
-                      {"chain_us", t.chain_us}};
+                      {"chain_us", t.chain_us},
+                      {"gemms_span_us", t.gemms_span_us},
+                      {"gemms_programmatic_us", t.gemms_programmatic_us},
+                      {"chain_span_us", t.chain_span_us},
+                      {"chain_programmatic_us", t.chain_programmatic_us}};
   if (!t.tiles.empty()) j["tile_sweep"] = tiles_json(t.tiles);
   return j;
 }

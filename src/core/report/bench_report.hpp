@@ -13,7 +13,7 @@
 namespace tpgraph::bench {
 
 // Bumped whenever a field of the JSON changes meaning or disappears.
-inline constexpr const char* kBenchSchema = "tpgraph.bench/3";
+inline constexpr const char* kBenchSchema = "tpgraph.bench/4";
 
 // The first lines: the device, layout and replays, then the limits (where measured).
 [[nodiscard]] std::string render_bench_header(const BenchSetup& setup);
