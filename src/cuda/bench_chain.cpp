@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "cuda/capture.hpp"
@@ -14,6 +15,12 @@ namespace tpgraph::cuda {
 namespace {
 
 const std::vector<ChainStep> kGemmSteps{ChainStep::gate, ChainStep::up, ChainStep::down};
+
+int device_major(int device) {
+  int major = 0;
+  TPG_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major;
+}
 
 }  // namespace
 
@@ -77,20 +84,27 @@ ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays) {
   const TimedGraph chain_graph(layer, chain);
   const TimedGraph gemm_graph(layer, kGemmSteps);
   const TimedGraph chain_span(layer, chain, Timing::span);
-  const TimedGraph chain_programmatic(layer, chain, Timing::span_programmatic);
   const TimedGraph gemm_span(layer, kGemmSteps, Timing::span);
-  const TimedGraph gemm_programmatic(layer, kGemmSteps, Timing::span_programmatic);
-  const std::array<const TimedGraph*, 6> graphs{&chain_graph,        &gemm_graph, &chain_span,
-                                                &chain_programmatic, &gemm_span,  &gemm_programmatic};
+  // Programmatic launches need sm_90; before it their series stay empty.
+  std::optional<TimedGraph> chain_programmatic, gemm_programmatic;
+  if (device_major(layer.device()) >= 9) {
+    chain_programmatic.emplace(layer, chain, Timing::span_programmatic);
+    gemm_programmatic.emplace(layer, kGemmSteps, Timing::span_programmatic);
+  }
+  const std::array<const TimedGraph*, 6> graphs{&chain_graph, &gemm_graph,
+                                                &chain_span,  chain_programmatic ? &*chain_programmatic : nullptr,
+                                                &gemm_span,   gemm_programmatic ? &*gemm_programmatic : nullptr};
   std::array<std::vector<std::vector<double>>, graphs.size()> us;
   for (std::size_t g = 0; g < graphs.size(); ++g) {
+    if (graphs[g] == nullptr) continue;
     graphs[g]->warm(warmup);
     us[g].resize(graphs[g]->steps() + 1);
   }
   for (int r = 0; r < replays; ++r)
-    for (std::size_t g = 0; g < graphs.size(); ++g) graphs[g]->replay_once(us[g]);
-  return ChainTimes{std::move(us[0]),        std::move(us[1]),        std::move(us[2].back()),
-                    std::move(us[3].back()), std::move(us[4].back()), std::move(us[5].back())};
+    for (std::size_t g = 0; g < graphs.size(); ++g)
+      if (graphs[g] != nullptr) graphs[g]->replay_once(us[g]);
+  const auto whole = [&](std::size_t g) { return us[g].empty() ? std::vector<double>{} : std::move(us[g].back()); };
+  return ChainTimes{std::move(us[0]), std::move(us[1]), whole(2), whole(3), whole(4), whole(5)};
 }
 
 std::vector<std::vector<double>> time_gemms(const RankLayer& layer, int warmup, int replays) {
@@ -137,9 +151,9 @@ bench::TokenMeasurement measure_bench_tokens(RankLayer& layer, const Routing& ro
   m.tile_gate_up = layer.gate_tile();
   m.tile_down = layer.down_tile();
   m.chain_us = times.chain_us.back();
-  m.chain_span_us = std::move(times.chain_span_us);
+  m.chain_plain_us = std::move(times.chain_plain_us);
   m.chain_programmatic_us = std::move(times.chain_programmatic_us);
-  m.gemms_span_us = std::move(times.gemms_span_us);
+  m.gemms_plain_us = std::move(times.gemms_plain_us);
   m.gemms_programmatic_us = std::move(times.gemms_programmatic_us);
   m.steps = chain_steps(layer, routing, std::move(times.chain_us));
   for (std::size_t i = 0; i < m.gemms_us.size(); ++i) m.gemms_us[i] = std::move(times.gemm_us[i]);

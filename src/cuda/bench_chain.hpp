@@ -48,8 +48,8 @@ struct ChainTimes {
   std::vector<std::vector<double>> gemm_us;   // gate, up, down, then the three
   // The chain and the three GEMMs as one sequence of kernels each (Timing::span), then the same
   // launched programmatically (Timing::span_programmatic): per replay.
-  std::vector<double> chain_span_us, chain_programmatic_us;
-  std::vector<double> gemms_span_us, gemms_programmatic_us;
+  std::vector<double> chain_plain_us, chain_programmatic_us;
+  std::vector<double> gemms_plain_us, gemms_programmatic_us;
 };
 
 // Runs the chain once plainly (so every intermediate the GEMMs-only graph reads holds real values),

@@ -64,14 +64,6 @@ struct V1WeightStream {
 // on the barrier and read their 16 + 8 bytes with two shared loads. The copy engine keeps the bytes
 // in flight without occupying the load units or registers. Both kernels walk chunks in unrolled
 // rounds of kPipeRound (chunk = round * kPipeRound + d), so stage and unit are constants.
-// L2 cache hints of the GEMMs' memory traffic, a compile-time knob for variant packs (bits; 0, no
-// hints, is the default): 1, the wgmma kernels' outputs stored with the streaming hint; 2, the
-// wgmma kernel's weight copies evict first; 4, its routed-row copies evict last; 8, the mma
-// kernel's weight copies evict first.
-#ifndef TPGRAPH_GEMM_L2_HINTS
-#define TPGRAPH_GEMM_L2_HINTS 0
-#endif
-constexpr int kL2Hints = TPGRAPH_GEMM_L2_HINTS;
 
 constexpr int kPipeGroup = 4;                                          // chunks per bulk copy
 constexpr int kPipeStages = 2;                                         // bulk copies in flight per warp
@@ -145,32 +137,13 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
       for (int c = 0; c < 2; ++c) {
         const int n = j * 8 + 2 * t + c;
         const float scale = xs_s[n];
-        detail::store_if<(kL2Hints & 1) != 0>(out, __fmul_rn(scale, acc[4 * j + c]),
-                                              __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
+        detail::store_if(out, __fmul_rn(scale, acc[4 * j + c]), __fmul_rn(scale, acc[4 * j + 2 + c]), n < block_rows);
         out += c == 0 ? step : 7 * step;
       }
     }
   }
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
-}
-
-// Lane 0 of each of `warps` warps: staged rows n = warp, warp + warps, ... < rows (kStride floats
-// apart in shared memory, after fence_proxy_async_shared and a barrier) to y0 + n * out_rows by
-// bulk copies of `cols` floats, in a pair block also the next `cols` staged floats to partner_y0;
-// returns once the copies have read shared memory, so the block may exit while they drain.
-template <int kStride, bool kPair>
-__device__ __forceinline__ void bulk_store_rows(const float* staged, float* y0, float* partner_y0, int cols, int rows,
-                                                int out_rows, int warp, int warps, int lane) {
-  if (lane != 0) return;
-  for (int n = warp; n < rows; n += warps) {
-    const std::uint32_t src = detail::smem_address(staged + n * kStride);
-    const std::int64_t row = static_cast<std::int64_t>(n) * out_rows;
-    detail::bulk_store(y0 + row, src, cols * 4);
-    if (kPair) detail::bulk_store(partner_y0 + row, src + static_cast<std::uint32_t>(cols * 4), cols * 4);
-  }
-  detail::bulk_store_commit();
-  detail::bulk_store_wait_read();
 }
 
 // The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernels'

@@ -43,11 +43,6 @@ static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 #define TPGRAPH_WG_PROBE 0
 #endif
 constexpr int kWgProbe = TPGRAPH_WG_PROBE;
-// A variant knob (off by default): the last row block's staged outputs go out by bulk copies from
-// shared memory (bulk_store_rows), so the warps need not wait for them, instead of 16-byte stores.
-#ifndef TPGRAPH_WG_BULK_STORE
-#define TPGRAPH_WG_BULK_STORE 0
-#endif
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
@@ -146,11 +141,7 @@ struct WgWeights<true, kTileStep> {
     while (n > 0) {
       const int m = min(n, chunks - ci);
       const std::uint8_t* src = first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes;
-      if constexpr ((kL2Hints & 2) != 0) {
-        detail::bulk_copy_hinted(dst, src, m * kUnitBytes, bar, detail::l2_evict_first_policy());
-      } else {
-        detail::bulk_copy(dst, src, m * kUnitBytes, bar);
-      }
+      detail::bulk_copy(dst, src, m * kUnitBytes, bar);
       dst += static_cast<std::uint32_t>(m * kUnitBytes);
       n -= m;
       ++item;
@@ -289,12 +280,7 @@ __device__ __forceinline__ void load_routed_chunk(std::uint32_t full_bars, std::
   const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
 #pragma unroll
   for (int r = 0; r < kN; r += 16) {
-    if constexpr ((kL2Hints & 4) != 0) {
-      detail::tensor_copy_2d_hinted(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar,
-                                    detail::l2_evict_last_policy());
-    } else {
-      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
-    }
+    detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
   }
 }
 
@@ -359,7 +345,6 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
       }
     }
   }
-  if constexpr (TPGRAPH_WG_BULK_STORE != 0) detail::fence_proxy_async_shared();  // for the bulk copies' reads
   __syncthreads();
   // Staged columns [0, cols) are this GEMM's rows; in a pair block [cols, 2 * cols) the partner's.
   const int cols = min(kRows, args.out_rows - row_block * kRows);
@@ -369,10 +354,6 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
   if constexpr ((kWgProbe & 4) != 0) return;
   float* y0 = args.y + first;
   float* partner_y0 = kPair ? args.partner_y + first : nullptr;
-  if constexpr (TPGRAPH_WG_BULK_STORE != 0) {
-    return bulk_store_rows<kStride, kPair>(staged, y0, partner_y0, cols, block_rows, args.out_rows, warp,
-                                           4 * kWarpgroups, lane);
-  }
   for (int n = warp; n < block_rows; n += 4 * kWarpgroups) {
 #pragma unroll
     for (int h = 0; h < kRows / 128; ++h) {
@@ -381,11 +362,7 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
         const float4 v = *reinterpret_cast<const float4*>(staged + n * kStride + col);
         float* y = !kPair || col < cols ? y0 + col : partner_y0 + (col - cols);
         float4* to = reinterpret_cast<float4*>(y + static_cast<std::int64_t>(n) * args.out_rows);
-        if constexpr ((kL2Hints & 1) != 0) {
-          __stcs(to, v);
-        } else {
-          *to = v;
-        }
+        *to = v;
       }
     }
   }

@@ -27,24 +27,13 @@ __device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) {
 }
 
 // out[0] = a and out[8] = b where `keep`; volatile, so the stores stay in program order and their
-// addresses are not computed ahead (which would hold a register pair per store). kStreaming adds
-// the cache-streaming hint (st.global.cs: evict-first lines in L1 and L2), for outputs no kernel
-// reads again soon.
-template <bool kStreaming = false>
+// addresses are not computed ahead (which would hold a register pair per store).
 __device__ __forceinline__ void store_if(float* out, float a, float b, bool keep) {
-  if constexpr (kStreaming) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
-        "@p st.global.cs.f32 [%0], %1;\n@p st.global.cs.f32 [%0+32], %2;\n}\n" ::"l"(out),
-        "f"(a), "f"(b), "r"(static_cast<int>(keep))
-        : "memory");
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
-        "@p st.global.f32 [%0], %1;\n@p st.global.f32 [%0+32], %2;\n}\n" ::"l"(out),
-        "f"(a), "f"(b), "r"(static_cast<int>(keep))
-        : "memory");
-  }
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+      "@p st.global.f32 [%0], %1;\n@p st.global.f32 [%0+32], %2;\n}\n" ::"l"(out),
+      "f"(a), "f"(b), "r"(static_cast<int>(keep))
+      : "memory");
 }
 
 // ---- shared memory -------------------------------------------------------------------------------
@@ -191,16 +180,11 @@ __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, in
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
-// L2 cache policies for the copies' cache hints (sm_80+): lines the copy brings in are evicted
-// first (data read once) or last (data read again soon).
+// An L2 cache policy for a copy's cache hint (sm_80+): the lines it brings in are evicted first
+// (data read once).
 __device__ __forceinline__ std::uint64_t l2_evict_first_policy() {
   std::uint64_t policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-__device__ __forceinline__ std::uint64_t l2_evict_last_policy() {
-  std::uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
 // bulk_copy with an L2 cache policy.
@@ -220,27 +204,6 @@ __device__ __forceinline__ void tensor_copy_2d(std::uint32_t dst, std::uint64_t 
           dst),
       "l"(map), "r"(x), "r"(y), "r"(bar)
       : "memory");
-}
-// tensor_copy_2d with an L2 cache policy.
-__device__ __forceinline__ void tensor_copy_2d_hinted(std::uint32_t dst, std::uint64_t map, int x, int y,
-                                                      std::uint32_t bar, std::uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
-      "%3}], [%4], %5;" ::"r"(dst),
-      "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy)
-      : "memory");
-}
-
-// A bulk copy out of shared memory to global memory (16-byte aligned, a multiple of 16 bytes), in
-// this thread's bulk group; commit the group, and wait until every committed copy has read its
-// shared memory (the writes to global memory complete on their own).
-__device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src, int bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void bulk_store_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // ---- tensor cores --------------------------------------------------------------------------------

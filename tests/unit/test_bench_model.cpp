@@ -181,12 +181,53 @@ TEST_CASE("bench's text shows every figure of a token count in its column", "[be
                     "  down           250.0     240.0     230.0    0.92   read  20.0%     640.0  80.0%  100.0%\n"
                     "  * its bytes fit in the 60 MB L2: it can run past the device-memory limit\n"));
   CHECK(contains(text,
-                 "  3 GEMMs       500.0 us back to back: device memory 600 MB (weights 600) at 1.20 TB/s ( 30.0% of "
-                 "read), 480.0 TFLOP/s ( 60.0% of MMA peak,  75.0% of cuBLAS)\n"
+                 "  3 GEMMs       500.0 us (first to last event): device memory 600 MB (weights 600) at 1.20 TB/s ( "
+                 "30.0% of read), 480.0 TFLOP/s ( 60.0% of MMA peak,  75.0% of cuBLAS)\n"
                  "           floor 300 us (device memory 600 MB at the read limit 150 us, weights alone 150 us; FLOPs "
                  "at the MMA peak 300 us) -> 1.67x; at the reference 4.3 TB/s, 790 TFLOP/s 304 us -> 1.65x\n"
-                 "  chain         710.0 us (7 kernels, with event nodes between them)\n"
+                 "  chain         710.0 us (7 kernels, first to last event): 1.42x the 3 GEMMs\n"
+                 "  (each kernel's median above: the graph with an event node between kernels)\n"
                  "  tiles (gate / up / down median us):  [0] 128x64: 100.0 / 110.0 / 120.0 = 330.0\n"));
+}
+
+TEST_CASE("the GEMMs and the chain are held to the floor as a layer runs them: programmatically, else plainly",
+          "[bench]") {
+  TokenMeasurement m = made_up_tokens();
+  m.gemms_plain_us = {495.0, 492.0, 494.0};
+  m.chain_plain_us = {690.0};
+  const Limits limits = made_up_limits();
+  TokenFigures plain = analyze_bench_tokens(m, limits);
+  CHECK(plain.gemms_us == 494.0);
+  CHECK(plain.gemms_timing == "plain");
+  CHECK(plain.gemms_events_us == 500.0);
+  CHECK(plain.chain_us == 690.0);
+  CHECK(plain.chain_events_us == 710.0);
+
+  m.gemms_programmatic_us = {460.0, 480.0, 470.0};
+  m.chain_programmatic_us = {658.0};
+  const TokenFigures t = analyze_bench_tokens(m, limits);
+  CHECK(t.gemms_us == 470.0);
+  CHECK(t.gemms_timing == "programmatic");
+  CHECK(t.gemms_plain_us == 494.0);
+  CHECK(t.gemms_events_us == 500.0);
+  CHECK(t.gemm_tflops == Approx(240e9 / 470e-6 / 1e12));  // the rates use the chosen time
+  CHECK(t.over_floor() == Approx(470.0 / 300.0));
+  CHECK(t.chain_us == 658.0);
+  CHECK(t.chain_timing == "programmatic");
+  const std::string text = render_bench_tokens(t, limits);
+  INFO(text);
+  CHECK(contains(text, "  3 GEMMs       470.0 us (launched programmatically, no event between kernels): "));
+  CHECK(contains(text, "           the same GEMMs plainly 494.0 us; with an event node between kernels 500.0 us\n"));
+  CHECK(contains(text,
+                 "  chain         658.0 us (7 kernels, launched programmatically, no event between kernels): 1.40x the "
+                 "3 GEMMs; plainly 690.0 us; with an event node between kernels 710.0 us\n"));
+  const nlohmann::json j = bench_tokens_json(t);
+  CHECK(j["gemms_us"] == 470.0);
+  CHECK(j["gemms_timing"] == "programmatic");
+  CHECK(j["gemms_plain_us"] == 494.0);
+  CHECK(j["gemms_events_us"] == 500.0);
+  CHECK(j["chain_timing"] == "programmatic");
+  CHECK(j["chain_events_us"] == 710.0);
 }
 
 TEST_CASE("bench's text without limits says the floor was not measured and leaves fractions blank", "[bench]") {

@@ -123,8 +123,8 @@ struct TokenMeasurement {
   std::array<std::vector<double>, 4> gemms_us;  // gate, up, down alone, then the three, per replay
   // The chain and the three GEMMs with no event between kernels, launched plainly and
   // programmatically (cuda/bench_chain.hpp, Timing), per replay; empty where not measured.
-  std::vector<double> chain_span_us, chain_programmatic_us;
-  std::vector<double> gemms_span_us, gemms_programmatic_us;
+  std::vector<double> chain_plain_us, chain_programmatic_us;
+  std::vector<double> gemms_plain_us, gemms_programmatic_us;
   std::vector<TileMeasurement> tiles;  // empty unless --all-tiles
 };
 
@@ -187,7 +187,12 @@ struct TokenFigures {
   int tile_gate_up = 0;
   int tile_down = 0;
   std::vector<StepFigures> steps;
-  double gemms_us = 0;                 // median of the three GEMMs back to back
+  // The three GEMMs' median as a layer runs them, which the rates and the floor use: one graph
+  // with no event between them, launched programmatically where that was measured, else plainly,
+  // else the per-step graph's first to last event (`gemms_timing` says which).
+  double gemms_us = 0;
+  std::string_view gemms_timing;
+  double gemms_events_us = 0;          // the per-step graph (an event node between kernels): first to last event
   std::array<double, 3> gemm_us{};     // median of gate, up, down alone
   std::int64_t gemm_weight_bytes = 0;  // summed over the chain's GEMMs
   std::int64_t gemm_memory_bytes = 0;  // likewise, their memory_bytes
@@ -199,12 +204,13 @@ struct TokenFigures {
   std::optional<double> gemm_fraction_of_mma;
   std::optional<double> gemm_fraction_of_cublas;
   Floor floor;
-  double chain_us = 0;  // median of the whole chain
-  // Medians of TokenMeasurement's span series: as a layer runs its kernels, one after the other
-  // (span) or programmatically; 0 where not measured.
-  double chain_span_us = 0;
+  double chain_us = 0;  // the chain's median, chosen as gemms_us is
+  std::string_view chain_timing;
+  double chain_events_us = 0;
+  // Medians of TokenMeasurement's series with no event between kernels; 0 where not measured.
+  double chain_plain_us = 0;
   double chain_programmatic_us = 0;
-  double gemms_span_us = 0;
+  double gemms_plain_us = 0;
   double gemms_programmatic_us = 0;
   std::vector<TileFigures> tiles;
 
