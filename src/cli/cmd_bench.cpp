@@ -10,10 +10,12 @@
 //
 // Per token count, one rank's chain is captured in a CUDA graph with an event-record node between
 // kernels and replayed (cuda/bench_chain.hpp); each kernel's time is the median over replays of
-// the time between its two events. The three grouped GEMMs are also captured alone, back to back, and timed the same
-// way; the two graphs' replays alternate, so both run under the same clocks. The weights one GEMM reads (289-425 MB)
-// are several times the 60 MB L2, so replays cannot serve them from cache; the activations between kernels stay in L2
-// as they would in a real layer.
+// the time between its two events. The chain and the three grouped GEMMs alone are also captured
+// with events only around them, launched plainly and programmatically (what the floor is held
+// against: bench_model.hpp, TokenFigures::gemms_us); all the graphs' replays alternate, so all run
+// under the same clocks. The weights one GEMM reads (289-425 MB) are several times the 60 MB L2, so
+// replays cannot serve them from cache; the activations between kernels stay in L2 as they would in
+// a real layer.
 //
 // This file parses and wires: src/cuda/bench_* measures, core/analysis/bench_model computes every
 // rate, fraction and floor, core/report/bench_report prints the text and the JSON.

@@ -77,9 +77,9 @@ ChainTimes time_rank_chain(const RankLayer& layer, int warmup, int replays) {
     layer.enqueue_chain(s.get());
     TPG_CUDA(cudaStreamSynchronize(s.get()));
   }
-  // The chain and the GEMMs-only graph take turns, replay by replay, so both see the same clocks:
-  // the GPU's power management (clocks never locked here) lowers the clocks some 100 ms into a
-  // heavy run, and whichever graph was timed second ran up to 5% slower at t=4096.
+  // The graphs take turns, replay by replay, so all see the same clocks: the GPU's power
+  // management (clocks never locked here) lowers the clocks some 100 ms into a heavy run, and
+  // whichever graph was timed second ran up to 5% slower at t=4096.
   const std::vector<ChainStep> chain(kChainSteps.begin(), kChainSteps.end());
   const TimedGraph chain_graph(layer, chain);
   const TimedGraph gemm_graph(layer, kGemmSteps);
