@@ -146,62 +146,6 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 }
 
-// A variant knob (off by default): a row block before the last leaves through a slab of shared
-// memory per warpgroup instead of 4-byte stores from registers. The warpgroup's 128 threads put 16
-// routed rows x its 64 out rows in the slab, and lanes 0-15 of its first warp each send one routed
-// row's 256 bytes to y with a bulk copy: whole L2 lines written by the copy engine, off the warps.
-#ifndef TPGRAPH_WG_SLAB_STORES
-#define TPGRAPH_WG_SLAB_STORES 0
-#endif
-constexpr bool kWgSlabStores = TPGRAPH_WG_SLAB_STORES != 0;
-constexpr int kSlabRows = 16;                        // routed rows per slab
-constexpr int kSlabStride = 64 * 4 + 16;             // a routed row's 64 floats, padded: lanes t hit other banks
-constexpr int kSlabBytes = kSlabRows * kSlabStride;  // per warpgroup
-
-// store_row_block through the warpgroup's slab at shared address `slab` (kSlabBytes, 16-aligned).
-// `group` is the warpgroup, `wwarp` the warp within it; tile is the warp's m16 tile as in
-// store_row_block. Named barrier 1 + group orders the warpgroup's slab writes and the copies' reads.
-template <int kN>
-__device__ __forceinline__ void store_row_block_slabs(const GemmArgs& args, float (&acc)[kN / 2], const float* xs_s,
-                                                      int row_begin, int block_rows, int tile, std::uint32_t slab,
-                                                      int group, int wwarp, int lane) {
-  detail::wgmma_wait<0>();
-  const int g = lane / 4;
-  const int t = lane % 4;
-  const bool sender = wwarp == 0 && lane < kSlabRows;
-  float* y_cols = args.y + (tile - wwarp) * 16;  // the warpgroup's first out row
-  const std::uint32_t mine = slab + static_cast<std::uint32_t>((16 * wwarp + g) * 4);
-#pragma unroll
-  for (int s = 0; s < kN / kSlabRows; ++s) {
-    if (sender) detail::bulk_store_wait_read();  // the previous slab's copies have read it
-    detail::named_barrier_sync(1 + group, 128);
-#pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {
-      const int j = 2 * s + jj;
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int n = j * 8 + 2 * t + c;
-        const float scale = xs_s[n];
-        const std::uint32_t at = mine + static_cast<std::uint32_t>((jj * 8 + 2 * t + c) * kSlabStride);
-        detail::sts32(at, __float_as_uint(__fmul_rn(scale, acc[4 * j + c])));
-        detail::sts32(at + 32, __float_as_uint(__fmul_rn(scale, acc[4 * j + 2 + c])));
-      }
-    }
-    detail::fence_proxy_async_shared();  // the copies read what the threads wrote
-    detail::named_barrier_sync(1 + group, 128);
-    if (sender) {
-      const int n = s * kSlabRows + lane;
-      if (n < block_rows) {
-        detail::bulk_store(y_cols + static_cast<std::int64_t>(row_begin + n) * args.out_rows,
-                           slab + static_cast<std::uint32_t>(lane * kSlabStride), 64 * 4);
-      }
-      detail::bulk_store_commit();
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
-}
-
 // The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernels'
 // copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row
 // (gemm_wgmma.cu).

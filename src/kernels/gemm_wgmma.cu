@@ -74,17 +74,11 @@ struct WgStagedOutputs {
   float xs[kWgXsBytes / 4];
   float out[kWgmmaMaxTokens][64 * kWarpgroups + 4];  // [routed row][out row], a 16-byte pad per row
 };
-// With TPGRAPH_WG_SLAB_STORES the warpgroups' slabs follow the storage, 16-byte aligned.
-template <typename Storage>
-constexpr std::size_t wg_slabs_offset() {
-  return (sizeof(Storage) + 15) / 16 * 16;
-}
 template <bool kV2, int kWarpgroups>
 constexpr int wgmma_smem_bytes() {
-  using Storage = WgSharedStorage<kV2, kWarpgroups>;
-  const std::size_t bytes = kWgSlabStores ? wg_slabs_offset<Storage>() + kWarpgroups * kSlabBytes : sizeof(Storage);
-  return bytes > sizeof(WgStagedOutputs<kWarpgroups>) ? static_cast<int>(bytes)
-                                                      : static_cast<int>(sizeof(WgStagedOutputs<kWarpgroups>));
+  return sizeof(WgSharedStorage<kV2, kWarpgroups>) > sizeof(WgStagedOutputs<kWarpgroups>)
+             ? static_cast<int>(sizeof(WgSharedStorage<kV2, kWarpgroups>))
+             : static_cast<int>(sizeof(WgStagedOutputs<kWarpgroups>));
 }
 using WgStorage128 = WgSharedStorage<true, 2>;
 using WgStorage256V1 = WgSharedStorage<false, 4>;
@@ -475,17 +469,10 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       detail::wgmma_wait<0>();
       continue;  // the next row block sums on (the outputs are wrong anyway)
     }
-    if constexpr (kWgSlabStores) {
-      store_row_block_slabs<kN>(args, acc, xs_s, row_begin, block_rows, tile0 + item * 4 * kWarpgroups,
-                                from_ring(wg_slabs_offset<Storage>()) + (warp / 4) * kSlabBytes, warp / 4, warp % 4,
-                                lane);
-    } else {
-      store_row_block<kN>(args, acc, xs_s, kWgProbe & 16 ? 0 : row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g,
-                          t);
-    }
+    store_row_block<kN>(args, acc, xs_s, kWgProbe & 16 ? 0 : row_begin, block_rows, tile0 + item * 4 * kWarpgroups, g,
+                        t);
   }
   detail::wgmma_wait<0>();
-  if (kWgSlabStores && items > 1 && warp % 4 == 0 && lane < kSlabRows) detail::bulk_store_wait_read();
 
   store_last_row_block<kV2, kWarpgroups, kN, kPair>(args, weights, acc, smem, xs_s, xs_partner, partner, full_bars,
                                                     weight_chunks, row_block0, tile0, items, row_begin, block_rows,

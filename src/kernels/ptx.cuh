@@ -206,18 +206,6 @@ __device__ __forceinline__ void tensor_copy_2d(std::uint32_t dst, std::uint64_t 
       : "memory");
 }
 
-// A bulk copy out of shared memory to global memory (16-byte aligned, a multiple of 16 bytes), in
-// this thread's bulk group; commit the group; wait until this thread's committed copies have read
-// their shared memory (the writes to global memory complete on their own, by the kernel's end).
-__device__ __forceinline__ void bulk_store(void* dst, std::uint32_t src, int bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void bulk_store_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-}
-
 // ---- tensor cores --------------------------------------------------------------------------------
 
 // mma.sync m16n8k16 (sm_80+), f32 += f16 x f16, accumulating in place.
