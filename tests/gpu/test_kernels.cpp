@@ -292,6 +292,27 @@ TEST_CASE("a token's output is bitwise the same in a 43-token and a 4096-token b
   CHECK(nan_count(a.out) == 0);
 }
 
+// The layer's output after one eager chain on `stream`, its buffers poisoned first.
+std::vector<float> eager_output(const cuda::RankLayer& layer, cudaStream_t stream) {
+  layer.poison();
+  layer.enqueue_chain(stream);
+  TPG_CUDA(cudaStreamSynchronize(stream));
+  return layer.download_out();
+}
+
+// Three replays of `graph` (the chain captured), each on poisoned buffers, give `expected`'s bits.
+void check_replays(const cuda::Graph& graph, const cuda::RankLayer& layer, cudaStream_t stream,
+                   const std::vector<float>& expected) {
+  const cuda::GraphExec exec = cuda::instantiate(graph);
+  for (int replay = 0; replay < 3; ++replay) {
+    layer.poison();
+    TPG_CUDA(cudaGraphLaunch(exec.get(), stream));
+    TPG_CUDA(cudaStreamSynchronize(stream));
+    INFO("replay " << replay);
+    CHECK(same_bits(layer.download_out(), expected));
+  }
+}
+
 TEST_CASE("replays of the captured chain are deterministic and match eager issue", "[gpu][kernels][full]") {
   Geometry g;
   g.tokens = 416;
@@ -299,21 +320,10 @@ TEST_CASE("replays of the captured chain are deterministic and match eager issue
   cuda::RankLayer layer(0, c.g, c.routing, *c.weights, Layout::v2);
   layer.upload_input(c.z);
   const cuda::Stream stream = cuda::make_stream(0);
-  layer.poison();
-  layer.enqueue_chain(stream.get());
-  TPG_CUDA(cudaStreamSynchronize(stream.get()));
-  const std::vector<float> eager = layer.download_out();
+  const std::vector<float> eager = eager_output(layer, stream.get());
   REQUIRE(nan_count(eager) == 0);
-
-  const cuda::Graph graph = cuda::capture_graph(stream.get(), 0, [&] { layer.enqueue_chain(stream.get()); });
-  const cuda::GraphExec exec = cuda::instantiate(graph);
-  for (int replay = 0; replay < 3; ++replay) {
-    layer.poison();
-    TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
-    TPG_CUDA(cudaStreamSynchronize(stream.get()));
-    INFO("replay " << replay);
-    CHECK(same_bits(layer.download_out(), eager));
-  }
+  check_replays(cuda::capture_graph(stream.get(), 0, [&] { layer.enqueue_chain(stream.get()); }), layer, stream.get(),
+                eager);
 }
 
 // Edges of `graph` whose data says programmatic (type 1: the next kernel may start while this one runs).
@@ -338,28 +348,15 @@ TEST_CASE("the chain launched programmatically gives the bits of plain issue, ea
       cuda::RankLayer layer(0, c.g, c.routing, *c.weights, Layout::v2);
       layer.upload_input(c.z);
       const cuda::Stream stream = cuda::make_stream(0);
-      layer.poison();
-      layer.enqueue_chain(stream.get());
-      TPG_CUDA(cudaStreamSynchronize(stream.get()));
-      const std::vector<float> plain = layer.download_out();
+      const std::vector<float> plain = eager_output(layer, stream.get());
       REQUIRE(nan_count(plain) == 0);
 
       const kernels::ProgrammaticLaunches programmatic;
-      layer.poison();
-      layer.enqueue_chain(stream.get());
-      TPG_CUDA(cudaStreamSynchronize(stream.get()));
-      CHECK(same_bits(layer.download_out(), plain));
+      CHECK(same_bits(eager_output(layer, stream.get()), plain));
       const cuda::Graph graph = cuda::capture_graph(stream.get(), 0, [&] { layer.enqueue_chain(stream.get()); });
       // Seven kernels, one after the other: six programmatic edges.
       CHECK(programmatic_edges(graph.get()) == cuda::kChainSteps.size() - 1);
-      const cuda::GraphExec exec = cuda::instantiate(graph);
-      for (int replay = 0; replay < 3; ++replay) {
-        layer.poison();
-        TPG_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
-        TPG_CUDA(cudaStreamSynchronize(stream.get()));
-        INFO("replay " << replay);
-        CHECK(same_bits(layer.download_out(), plain));
-      }
+      check_replays(graph, layer, stream.get(), plain);
     }
   }
 }
