@@ -10,5 +10,13 @@ execute_process(COMMAND git rev-parse --short=12 HEAD
 if(NOT git_status EQUAL 0 OR NOT TPGRAPH_GIT_REVISION)
   # A source tarball, or git not installed.
   set(TPGRAPH_GIT_REVISION "unknown")
+else()
+  # A build of changes not yet committed says so: its figures are not the revision's.
+  execute_process(COMMAND git status --porcelain --untracked-files=no
+                  WORKING_DIRECTORY "${SOURCE_DIR}"
+                  OUTPUT_VARIABLE changes RESULT_VARIABLE changes_status ERROR_QUIET)
+  if(changes_status EQUAL 0 AND NOT changes STREQUAL "")
+    string(APPEND TPGRAPH_GIT_REVISION "-dirty")
+  endif()
 endif()
 configure_file("${TEMPLATE}" "${OUTPUT}" @ONLY)
