@@ -6,7 +6,7 @@
 
 namespace tpgraph {
 
-[[nodiscard]] std::string_view build_version() noexcept;       // "0.1.0" (CMake's project version)
+[[nodiscard]] std::string_view build_version() noexcept;  // "0.1.0" (CMake's project version)
 // 12 hex digits of HEAD at the build, "-dirty" after them where tracked files differed from it;
 // "unknown" outside git.
 [[nodiscard]] std::string_view build_git_revision() noexcept;
