@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <source_location>
+#include <string>
 #include <utility>
 
 #include "cuda_error/error.hpp"
@@ -27,7 +28,7 @@ inline void check_call(cudaError_t status, const char* what,
 // (kernels.hpp, ProgrammaticLaunches).
 bool programmatic_launches() noexcept;
 
-// kernel<<<grid, threads, smem, stream>>>(args...), then check_launch, with the
+// kernel<<<grid, threads, smem, stream>>>(args...) and its check, with the
 // programmatic-serialization attribute while programmatic_launches() says so. Only kernels whose
 // every thread waits for its prerequisite grids (ptx.cuh, wait_for_prerequisite_grids) before it
 // touches what they wrote are launched through this.
@@ -44,8 +45,14 @@ void launch(const char* what, void (*kernel)(Params...), unsigned int grid, unsi
   config.stream = stream;
   config.attrs = &programmatic;
   config.numAttrs = programmatic_launches() ? 1 : 0;
-  check_call(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
-  check_launch(what);
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  // Read the runtime's last error once, here: a launch that fails also leaves its error there, and
+  // the next launch's check would otherwise report it under that kernel's name.
+  const cudaError_t last = cudaGetLastError();
+  if (status != cudaSuccess || last != cudaSuccess) {
+    const std::string launch_of = std::string(what) + " launch";
+    check_call(status != cudaSuccess ? status : last, launch_of.c_str());
+  }
 }
 
 // Prepares `kernel` for `bytes` of dynamic shared memory on the current device: the largest
