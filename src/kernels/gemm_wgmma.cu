@@ -18,19 +18,29 @@
 
 #include "kernels/gemm_common.cuh"
 #include "kernels/launch.cuh"
+#include "kernels/wg_timeline.cuh"
 
 namespace tpgraph::kernels::gemm {
 namespace {
 
-// B in shared memory, per stage: a chunk of the block's routed rows, 128 bytes each, as the tensor
-// copies write it with the 128-byte swizzle (smem_desc_sw128 reads it).
-constexpr int kWgStageBytes = kWgmmaMaxTokens * 128;  // 20 KB, a multiple of the swizzle's 1024
-// 6 stages, 3 chunks ahead: gate 460 us against 476 with 4 stages, 2 ahead, at t=4096 on the H200.
-constexpr int kWgStages = 6;
-constexpr int kWgAhead = kWgStages / 2;  // chunks of B in flight ahead of the one computed
+// B in shared memory: a ring of stages, each a chunk of the block's routed rows, 128 bytes each, as
+// the tensor copies write it with the 128-byte swizzle (smem_desc_sw128 reads it). The ring has 120
+// KB, six stages of the largest block's 160 rows; a block of kN rows cuts it into stages of kN rows,
+// so fewer rows get more stages, loaded further ahead, and the warpgroups may drift further apart:
+// 8 stages 4 ahead at N = 112 (t=4096's typical block), 10 at 96, at most 12. Against six stages of
+// 160 rows for every N, 3 ahead: the three GEMMs at t=4096 0.986x (one H100).
+constexpr int kWgRingBytes = 6 * kWgmmaMaxTokens * 128;
+constexpr int kWgMaxStages = 12;  // the barriers' arrays
+template <int kN>
+struct WgRing {
+  static constexpr int kStageBytes = kN * 128;  // a multiple of the swizzle's 1024 (kN is one of 16)
+  static constexpr int kStages = kWgRingBytes / kStageBytes < kWgMaxStages ? kWgRingBytes / kStageBytes : kWgMaxStages;
+  static constexpr int kAhead = kStages / 2;  // chunks of B in flight ahead of the one computed
+  static_assert(kStageBytes % 1024 == 0 && kStages * kStageBytes <= kWgRingBytes);
+  static_assert(kAhead < kStages - 1, "a stage is refilled only after a chunk that is not the previous one");
+};
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower).
 constexpr int kWgPending = 1;
-static_assert(kWgAhead < kWgStages - 1, "a stage is refilled only after a chunk that is not the previous one");
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 // A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
 // bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
@@ -57,17 +67,17 @@ struct WgPipeStorage {
 template <bool kV2, int kWarpgroups>
 struct WgSharedStorage {
   float xs[kWgXsBytes / 4];
-  std::uint8_t ring[kWgStages][kWgStageBytes];
+  std::uint8_t ring[kWgRingBytes];
   WgPipeStorage<4 * kWarpgroups> pipes;
-  std::uint64_t full[kWgStages];   // a stage's routed rows have landed
-  std::uint64_t empty[kWgStages];  // every warp's wgmmas that read a stage are complete
+  std::uint64_t full[kWgMaxStages];   // a stage's routed rows have landed
+  std::uint64_t empty[kWgMaxStages];  // every warp's wgmmas that read a stage are complete
 };
 template <int kWarpgroups>
 struct WgSharedStorage<false, kWarpgroups> {  // v1 weights need no pipes
   float xs[kWgXsBytes / 4];
-  std::uint8_t ring[kWgStages][kWgStageBytes];
-  std::uint64_t full[kWgStages];
-  std::uint64_t empty[kWgStages];
+  std::uint8_t ring[kWgRingBytes];
+  std::uint64_t full[kWgMaxStages];
+  std::uint64_t empty[kWgMaxStages];
 };
 template <int kWarpgroups>
 struct WgStagedOutputs {
@@ -86,13 +96,13 @@ using WgStaged128 = WgStagedOutputs<2>;
 static_assert(offsetof(WgStorage128, ring) % 1024 == 0 && offsetof(WgStorage256V1, ring) % 1024 == 0,
               "the swizzled stages are 1024-byte aligned");
 static_assert(offsetof(WgStaged128, out) == offsetof(WgStorage128, ring), "the staged outputs lie over the ring");
-static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 * kWgStages,
+static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 * kWgMaxStages,
               "full and empty are one array of barriers to the retiring loop");
 template <bool kV2, int kWarpgroups>
 constexpr bool packed() {  // no padding: the launch asks for exactly the parts' bytes
   return sizeof(WgSharedStorage<kV2, kWarpgroups>) ==
-         static_cast<std::size_t>(kWgXsBytes + kWgStages * kWgStageBytes +
-                                  (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) + 2 * 8 * kWgStages);
+         static_cast<std::size_t>(kWgXsBytes + kWgRingBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) +
+                                  2 * 8 * kWgMaxStages);
 }
 static_assert(packed<true, 2>() && packed<true, 4>() && packed<false, 2>() && packed<false, 4>());
 
@@ -212,7 +222,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
                                                         float* xs_partner, int expert, int row_begin, int block_rows) {
   if (producer) {
 #pragma unroll
-    for (int i = 0; i < kWgStages; ++i) {
+    for (int i = 0; i < WgRing<kN>::kStages; ++i) {
       detail::mbar_init(full_bars + 8 * i, 1);
       detail::mbar_init(empty_bars + 8 * i, 4 * kWarpgroups);
     }
@@ -231,7 +241,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
 
 // The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
 // chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
-// completes when the copies have landed. Chunk gc + kWgAhead is loaded while chunk gc is
+// completes when the copies have landed. Chunk gc + kAhead is loaded while chunk gc is
 // computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
 // loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone as the producer,
 // warp 0 carried an empty wait and N/16 copies per chunk on top of its share of the math, every
@@ -239,35 +249,38 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
 // instead of 476 at t=4096. Rows past the block's end come with the copies (zeros past the
 // matrix, the next expert's rows otherwise): they only feed output columns that are never stored.
 // Here lane 0 of warp gc % warps, whose turn chunk gc is (stage s, phase parity), loads routed-row
-// chunk load_c as chunk gc + kWgAhead.
-template <typename LoadB>
+// chunk load_c as chunk gc + kAhead.
+template <int kN, typename LoadB>
 __device__ __forceinline__ void refill_ring(const LoadB& load_b, int gc, int s, std::uint32_t parity, int load_c,
                                             std::uint32_t empty_bars) {
-  // Chunk gc + kWgAhead goes to the stage last used by chunk gc + kWgAhead - kWgStages: in
-  // this round if that stage comes before s, else in the previous one.
-  constexpr int kBack = kWgStages - kWgAhead;
+  // Chunk gc + kAhead goes to the stage last used by chunk gc + kAhead - kStages: in this round if
+  // that stage comes before s, else in the previous one.
+  constexpr int kStages = WgRing<kN>::kStages;
+  constexpr int kAhead = WgRing<kN>::kAhead;
+  constexpr int kBack = kStages - kAhead;
   const bool same_round = s >= kBack;
-  const int refill = same_round ? s - kBack : s + kWgAhead;
-  if (gc + kWgAhead >= kWgStages) {
+  const int refill = same_round ? s - kBack : s + kAhead;
+  if (gc + kAhead >= kStages) {
     // The stage's previous use must have been drained.
     detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
   }
   load_b(refill, load_c);
 }
 
-// The ring's first kWgAhead chunks, loaded by thread 0 (the producer). Returns the routed-row chunk
+// The ring's first kAhead chunks, loaded by thread 0 (the producer). Returns the routed-row chunk
 // loaded next (they repeat for every row block): every warp tracks it, as after these the warps take
-// turns to issue the copies (chunk gc + kWgAhead by warp gc % warps, refill_ring).
-template <typename LoadB>
+// turns to issue the copies (chunk gc + kAhead by warp gc % warps, refill_ring).
+template <int kN, typename LoadB>
 __device__ __forceinline__ int start_ring(const LoadB& load_b, bool producer, int chunks, int total) {
+  constexpr int kAhead = WgRing<kN>::kAhead;
   int load_c = 0;
   if (producer) {
-    for (int s = 0; s < kWgAhead && s < total; ++s) {
+    for (int s = 0; s < kAhead && s < total; ++s) {
       load_b(s, load_c);
       if (++load_c == chunks) load_c = 0;
     }
   }
-  return kWgAhead % chunks;
+  return kAhead % chunks;
 }
 
 // One thread: chunk c of the block's routed rows (from `first_row` on) into ring stage `stage`,
@@ -277,7 +290,7 @@ __device__ __forceinline__ void load_routed_chunk(std::uint32_t full_bars, std::
                                                   std::uint64_t map, int c, int first_row) {
   const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
   detail::mbar_expect_tx(bar, kN * 128);
-  const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * kWgStageBytes);
+  const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes);
 #pragma unroll
   for (int r = 0; r < kN; r += 16) {
     detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
@@ -292,7 +305,7 @@ __device__ __forceinline__ void load_routed_chunk(std::uint32_t full_bars, std::
 template <bool kV2, int kN>
 __device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment& f, std::uint32_t desc_base, int s,
                                             bool release_previous, std::uint32_t previous_empty, int lane) {
-  const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (kWgStageBytes >> 4));
+  const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (WgRing<kN>::kStageBytes >> 4));
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     std::uint32_t a[4];
@@ -324,7 +337,10 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
   constexpr int kRows = 64 * kWarpgroups;
   constexpr int kStride = kRows + 4;
   __syncthreads();  // every warp is done with the ring, the weight stages and their barriers
-  if (threadIdx.x < 2 * kWgStages) detail::mbar_inval(full_bars + 8 * threadIdx.x);  // full, then empty
+  if (threadIdx.x < WgRing<kN>::kStages) {
+    detail::mbar_inval(full_bars + 8 * threadIdx.x);
+    detail::mbar_inval(full_bars + 8 * (kWgMaxStages + threadIdx.x));  // empty follows full
+  }
   if (kV2 && lane < kPipeStages) weights.inval(lane, weight_chunks);
   __syncthreads();  // the barriers are retired before their memory takes outputs
   const int row_block = row_block0 + items - 1;
@@ -434,28 +450,30 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   const bool producer = threadIdx.x == 0;
   prepare_ring_and_scales<kWarpgroups, kN, kPair>(args, full_bars, empty_bars, producer, xs_s, xs_partner, expert,
                                                   row_begin, block_rows);
+  WgTimeline::ready(args.weights, block_rows, items, chunks);
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
   auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
     load_routed_chunk<kN>(full_bars, b_base, stage, map, c, kWgProbe & 1 ? 0 : row_begin);
   };
 
-  int load_c = start_ring(load_b, producer, chunks, total);  // the routed-row chunk loaded next
+  int load_c = start_ring<kN>(load_b, producer, chunks, total);  // the routed-row chunk loaded next
   const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
   int gc = 0;
   for (int item = 0; item < items; ++item) {
     for (int c = 0; c < chunks; ++c, ++gc) {
-      const int s = RingOrder<kWgStages>::stage(gc);
-      const std::uint32_t parity = RingOrder<kWgStages>::phase(gc);
+      const int s = RingOrder<WgRing<kN>::kStages>::stage(gc);
+      const std::uint32_t parity = RingOrder<WgRing<kN>::kStages>::phase(gc);
       const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
       const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
       const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));  // who loads the next
-      if (lane == 0 && warp == turn && gc + kWgAhead < total) refill_ring(load_b, gc, s, parity, load_c, empty_bars);
+      if (lane == 0 && warp == turn && gc + WgRing<kN>::kAhead < total)
+        refill_ring<kN>(load_b, gc, s, parity, load_c, empty_bars);
       if (++load_c == chunks) load_c = 0;
       detail::mbar_wait(full_bars + 8 * s, parity);
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;
-      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? kWgStages - 1 : s - 1);
+      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? WgRing<kN>::kStages - 1 : s - 1);
       if (group_active) {
         const Fragment f = weights.get(gc, s8, parity8, lane);
         wgmma_chunk<kV2, kN>(acc, f, desc_base, s, release_previous, previous_empty, lane);
@@ -473,6 +491,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
                         t);
   }
   detail::wgmma_wait<0>();
+  WgTimeline::loop_end(args.weights);
 
   store_last_row_block<kV2, kWarpgroups, kN, kPair>(args, weights, acc, smem, xs_s, xs_partner, partner, full_bars,
                                                     weight_chunks, row_block0, tile0, items, row_begin, block_rows,
@@ -502,6 +521,7 @@ template <bool kV2, int kWarpgroups, int kMinBlocks>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
+  WgTimeline::start(args.weights);
   detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {
@@ -509,6 +529,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   } else {
     wgmma_rows<kV2, kWarpgroups, false>(args, &x16_map, wg_smem, w);
   }
+  WgTimeline::finish(args.weights);
 }
 
 template <bool kV2, int kTile>
@@ -523,6 +544,7 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
   constexpr int smem = wgmma_smem_bytes<kV2, spec.warpgroups>();
   detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
   const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
+  timeline_at_exit();
   detail::launch("grouped_gemm", kernel, static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream, args,
                  map);
 }

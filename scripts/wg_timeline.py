@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Reads the wgmma kernel's block timeline (src/kernels/wg_timeline.cuh, a build with
+-DTPGRAPH_WG_TIMELINE=R) and says where one launch of each grouped GEMM spends its SMs' time.
+
+    scripts/wg_timeline.py wg-timeline.txt [--core TFLOPS] [--sms N]
+
+Per GEMM (one recorded launch): the span from the first block's start of work (its prerequisite
+grids complete) to the last block's end, and the SM-time of that span split into
+  - loop: blocks in their chunk loop (the decode, the wgmmas and the ring's and pipes' waits),
+  - stores: blocks after their chunk loop (the last row block's staged outputs),
+  - between: an SM between two of its blocks (the next block's launch and prologue: barriers,
+    scales, the first copies),
+  - tail: an SM idle after its last block until the launch's end,
+  - head: an SM idle before its first block starts work.
+The loop's rate is the MMA work issued (rows padded to 16, as the tensor cores run them) per loop
+time; --core gives the rate of the compute core alone (decode + wgmma, no waits) for comparison.
+"""
+import argparse
+import collections
+import sys
+
+
+def read(path):
+    rows = []
+    with open(path) as f:
+        header = f.readline().split()
+        for line in f:
+            values = [int(v) for v in line.split()]
+            if len(values) == len(header):
+                rows.append(dict(zip(header, values)))
+    return rows
+
+
+def analyse(blocks, sms, core):
+    first = min(b["ready_ns"] for b in blocks)
+    last = max(b["end_ns"] for b in blocks)
+    span = last - first
+    # The SM clock per nanosecond, over every block (globaltimer ticks coarsely; the sum is steady).
+    ghz = sum(b["end_clk"] - b["ready_clk"] for b in blocks) / max(1, sum(b["end_ns"] - b["ready_ns"] for b in blocks))
+    parts = collections.Counter()
+    by_sm = collections.defaultdict(list)
+    for b in blocks:
+        by_sm[b["sm"]].append(b)
+        loop_ns = (b["loop_clk"] - b["ready_clk"]) / ghz
+        store_ns = (b["end_clk"] - b["loop_clk"]) / ghz
+        parts["loop"] += loop_ns
+        parts["stores"] += store_ns
+    used = len(by_sm)
+    for sm_blocks in by_sm.values():
+        sm_blocks.sort(key=lambda b: b["ready_ns"])
+        parts["head"] += sm_blocks[0]["ready_ns"] - first
+        parts["tail"] += last - sm_blocks[-1]["end_ns"]
+        for a, b in zip(sm_blocks, sm_blocks[1:]):
+            parts["between"] += max(0, b["ready_ns"] - a["end_ns"])
+    total = (sms if sms else used) * span
+    parts["unused SMs"] = max(0, (sms - used) * span) if sms else 0
+    flops = 0
+    loop_rate = collections.defaultdict(lambda: [0, 0.0, 0.0])  # N -> blocks, flops, loop ns
+    for b in blocks:
+        n = (b["rows"] + 15) // 16 * 16
+        f = 2.0 * 256 * n * 64 * b["chunks"] * b["items"]
+        flops += f
+        entry = loop_rate[n]
+        entry[0] += 1
+        entry[1] += f
+        entry[2] += (b["loop_clk"] - b["ready_clk"]) / ghz
+    firsts = {id(sm_blocks[0]) for sm_blocks in by_sm.values()}
+    waited = [b["ready_ns"] - b["start_ns"] for b in blocks if id(b) in firsts]
+    prologue = [(b["ready_clk"] - b["start_clk"]) / ghz for b in blocks if id(b) not in firsts]
+    lines = [
+        f"  {len(blocks)} blocks (grid {blocks[0]['grid']}) on {used} SMs, {span / 1e3:.1f} us from the first "
+        f"block's work to the last block's end, SM clock {ghz:.3f} GHz; an SM's first block waited "
+        f"{sum(waited) / max(1, len(waited)) / 1e3:.1f} us on average for the prerequisite grids (launched "
+        f"early), the others took {sum(prologue) / max(1, len(prologue)) / 1e3:.2f} us from start to work",
+        f"  MMA work issued {flops / 1e12:.3f} TFLOP: {flops / span / 1e3:.1f} TFLOP/s over the span",
+        "  SM-time of the span: "
+        + ", ".join(f"{k} {100.0 * v / total:.1f}%" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v > 0),
+    ]
+    per_sm = []
+    for n in sorted(loop_rate):
+        count, f, ns = loop_rate[n]
+        rate = f / ns / 1e3 * (sms if sms else used)  # TFLOP/s, as if every SM ran such loops
+        note = f" ({100.0 * rate / core:.0f}% of the core)" if core else ""
+        per_sm.append(f"N={n}: {count} blocks, {rate:.0f}{note}")
+    lines.append("  the loop's rate in TFLOP/s, every SM at it: " + "; ".join(per_sm))
+    mean = lambda key_a, key_b: sum((b[key_b] - b[key_a]) / ghz for b in blocks) / len(blocks) / 1e3
+    lines.append(
+        f"  per block on average: loop {mean('ready_clk', 'loop_clk'):.1f} us, after the loop "
+        f"{mean('loop_clk', 'end_clk'):.1f} us"
+    )
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path")
+    parser.add_argument("--core", type=float, default=0.0, help="TFLOP/s of the compute core alone")
+    parser.add_argument("--sms", type=int, default=0, help="the GPU's SMs (default: the SMs used)")
+    args = parser.parse_args()
+    records = read(args.path)
+    if not records:
+        print(f"{args.path}: no recorded blocks", file=sys.stderr)
+        return 1
+    by_gemm = collections.defaultdict(list)
+    for r in records:
+        by_gemm[r["gemm"]].append(r)
+    for gemm, blocks in sorted(by_gemm.items()):
+        k = blocks[0]["chunks"] * 64
+        items = max(b["items"] for b in blocks)
+        print(f"GEMM {gemm} (K {k}, up to {items} row blocks per block):")
+        print("\n".join(analyse(blocks, args.sms, args.core)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
