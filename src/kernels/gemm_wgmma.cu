@@ -458,6 +458,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
 
   int load_c = start_ring<kN>(load_b, producer, chunks, total);  // the routed-row chunk loaded next
   const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
+  WgTimeline::Waits waits;  // thread 0's waits in the loop, where the probe is built in
   int gc = 0;
   for (int item = 0; item < items; ++item) {
     for (int c = 0; c < chunks; ++c, ++gc) {
@@ -467,15 +468,16 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
       const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));  // who loads the next
       if (lane == 0 && warp == turn && gc + WgRing<kN>::kAhead < total)
-        refill_ring<kN>(load_b, gc, s, parity, load_c, empty_bars);
+        waits.timed(waits.empty, [&] { refill_ring<kN>(load_b, gc, s, parity, load_c, empty_bars); });
       if (++load_c == chunks) load_c = 0;
-      detail::mbar_wait(full_bars + 8 * s, parity);
+      waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;
       const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? WgRing<kN>::kStages - 1 : s - 1);
       if (group_active) {
-        const Fragment f = weights.get(gc, s8, parity8, lane);
+        Fragment f;
+        waits.timed(waits.pipe, [&] { f = weights.get(gc, s8, parity8, lane); });
         wgmma_chunk<kV2, kN>(acc, f, desc_base, s, release_previous, previous_empty, lane);
         weights.release(gc, s8, chunks, total, lane);
       } else if (release_previous && lane == 0) {
@@ -491,7 +493,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
                         t);
   }
   detail::wgmma_wait<0>();
-  WgTimeline::loop_end(args.weights);
+  WgTimeline::loop_end(args.weights, waits);
 
   store_last_row_block<kV2, kWarpgroups, kN, kPair>(args, weights, acc, smem, xs_s, xs_partner, partner, full_bars,
                                                     weight_chunks, row_block0, tile0, items, row_begin, block_rows,

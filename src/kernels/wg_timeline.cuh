@@ -3,10 +3,10 @@
 // the R-th launch of each grouped GEMM the process runs (launches told apart by their weights, at
 // most kGemms of them) records, per block, from thread 0: its SM, routed rows, row blocks and
 // chunks (K / 64) per row block, the global time at its start, once its prerequisite grids are
-// complete and at its end, and the SM's clock at those points and where its chunk loop ends. At
-// exit the records are written as text to $TPGRAPH_WG_TIMELINE_OUT (default wg-timeline.txt);
-// scripts/wg_timeline.py reads them. Without the define WgTimeline is empty and every call on it
-// compiles to nothing.
+// complete and at its end, the SM's clock at those points and where its chunk loop ends, and
+// thread 0's cycles in the loop's waits (WgTimeline::Waits). At exit the records are written as
+// text to $TPGRAPH_WG_TIMELINE_OUT (default wg-timeline.txt); scripts/wg_timeline.py reads them.
+// Without the define every call on WgTimeline compiles to nothing.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -30,6 +30,7 @@ struct Record {
   std::uint64_t start_ns, ready_ns, end_ns;               // %globaltimer
   std::uint64_t start_clk, ready_clk, loop_clk, end_clk;  // the SM's clock64
   std::uint32_t sm, rows, items, chunks, grid;
+  std::uint32_t wait_full, wait_pipe, wait_empty;  // thread 0's cycles in the loop's waits
 };
 
 __device__ Record g_records[kGemms][kMaxBlocks];
@@ -54,6 +55,22 @@ __device__ __forceinline__ std::uint32_t sm_id() {
 // Static calls holding nothing: each finds its launch's slot from the weights again (four loads), so the
 // probe keeps no registers live across the kernel's loop.
 struct WgTimeline {
+  // Thread 0's cycles in the loop's waits: the ring's full barrier, the weight pipe's (with the
+  // fragment's shared loads), and the ring's empty barrier on its turn to refill.
+  struct Waits {
+    std::uint32_t full = 0, pipe = 0, empty = 0;
+    template <typename F>
+    __device__ __forceinline__ void timed(std::uint32_t& into, F&& f) {
+      if (threadIdx.x != 0) {
+        f();
+        return;
+      }
+      const auto t0 = static_cast<std::uint32_t>(clock());
+      f();
+      into += static_cast<std::uint32_t>(clock()) - t0;
+    }
+  };
+
   __device__ __forceinline__ static int slot_of(const void* weights) {
     const auto key = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(weights));
     for (int i = 0; i < timeline_probe::kGemms; ++i) {
@@ -94,11 +111,15 @@ struct WgTimeline {
     record->chunks = static_cast<std::uint32_t>(chunks);
     record->grid = gridDim.x;
   }
-  __device__ __forceinline__ static void loop_end(const void* weights) {
+  __device__ __forceinline__ static void loop_end(const void* weights, const Waits& waits) {
     if (threadIdx.x != 0) return;
     const std::uint64_t clk = clock64();
     timeline_probe::Record* record = record_of(slot_of(weights));
-    if (record != nullptr) record->loop_clk = clk;
+    if (record == nullptr) return;
+    record->loop_clk = clk;
+    record->wait_full = waits.full;
+    record->wait_pipe = waits.pipe;
+    record->wait_empty = waits.empty;
   }
   // After thread 0's last store: the record's end, then the launch's count (its last block closes it).
   __device__ __forceinline__ static void finish(const void* weights) {
@@ -129,16 +150,18 @@ inline void write_timeline() {
   std::FILE* out = std::fopen(path != nullptr ? path : "wg-timeline.txt", "w");
   if (out == nullptr) return;
   std::fprintf(out,
-               "gemm block sm rows items chunks grid start_ns ready_ns end_ns start_clk ready_clk loop_clk end_clk\n");
+               "gemm block sm rows items chunks grid start_ns ready_ns end_ns start_clk ready_clk loop_clk end_clk "
+               "wait_full wait_pipe wait_empty\n");
   for (int g = 0; g < timeline_probe::kGemms; ++g) {
     for (int b = 0; b < timeline_probe::kMaxBlocks; ++b) {
       const timeline_probe::Record& r = records[g][b];
       if (r.end_ns == 0) continue;
-      std::fprintf(out, "%d %d %u %u %u %u %u %llu %llu %llu %llu %llu %llu %llu\n", g, b, r.sm, r.rows, r.items,
-                   r.chunks, r.grid, static_cast<unsigned long long>(r.start_ns),
+      std::fprintf(out, "%d %d %u %u %u %u %u %llu %llu %llu %llu %llu %llu %llu %u %u %u\n", g, b, r.sm, r.rows,
+                   r.items, r.chunks, r.grid, static_cast<unsigned long long>(r.start_ns),
                    static_cast<unsigned long long>(r.ready_ns), static_cast<unsigned long long>(r.end_ns),
                    static_cast<unsigned long long>(r.start_clk), static_cast<unsigned long long>(r.ready_clk),
-                   static_cast<unsigned long long>(r.loop_clk), static_cast<unsigned long long>(r.end_clk));
+                   static_cast<unsigned long long>(r.loop_clk), static_cast<unsigned long long>(r.end_clk), r.wait_full,
+                   r.wait_pipe, r.wait_empty);
     }
   }
   std::fclose(out);
@@ -155,9 +178,16 @@ inline void timeline_at_exit() {
 inline void timeline_at_exit() {}
 
 struct WgTimeline {
+  struct Waits {
+    std::uint32_t full = 0, pipe = 0, empty = 0;
+    template <typename F>
+    __device__ __forceinline__ void timed(std::uint32_t&, F&& f) {
+      f();
+    }
+  };
   __device__ __forceinline__ static void start(const void*) {}
   __device__ __forceinline__ static void ready(const void*, int, int, int) {}
-  __device__ __forceinline__ static void loop_end(const void*) {}
+  __device__ __forceinline__ static void loop_end(const void*, const Waits&) {}
   __device__ __forceinline__ static void finish(const void*) {}
 };
 
