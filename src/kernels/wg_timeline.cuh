@@ -52,8 +52,8 @@ __device__ __forceinline__ std::uint32_t sm_id() {
 
 }  // namespace timeline_probe
 
-// Static calls holding nothing: each finds its launch's slot from the weights again (four loads), so the
-// probe keeps no registers live across the kernel's loop.
+// Static calls: each finds its launch's slot from the weights again (at most kGemms atomic
+// compare-and-swaps), so that only the three wait counters stay live across the kernel's loop.
 struct WgTimeline {
   // Thread 0's cycles in the loop's waits: the ring's full barrier, the weight pipe's (with the
   // fragment's shared loads), and the ring's empty barrier on its turn to refill.
