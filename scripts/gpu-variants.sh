@@ -2,23 +2,23 @@
 # Times kernel variants side by side in one device call, on the GPU machine from the repository
 # root (docs/kernel-notes.md "How kernel variants are compared"):
 #
-#   scripts/gpu-variants.sh PACK
+#   scripts/gpu-variants.sh PACK [PACK ...]
 #
-# PACK comes from scripts/kernel-variants.sh (a tar file, xz or gzip). Each round runs `tpgraph
-# bench --no-limits` of every variant in the pack's order (ROUNDS rounds, default 2: the variants
-# alternate, so the clocks' drift falls on all of them) and prints its wall time; then every
-# variant but the first runs the kernel GPU tests (`[kernels]~[full]`, where the pack holds them)
-# and `tpgraph check` unless CHECKS=0. TOKENS (default 4096) and BENCH_ARGS go to bench. Logs
-# and bench JSON go to $OUT (default ./out); the last lines printed are one row per variant and
-# round: the GEMMs' medians in the chain (steady between calls, what ranks close variants), the 3
-# GEMMs back to back and the chain (both move with the clocks); then, per variant and token count,
-# gate + up + down averaged over the rounds, with the rounds' range and the ratio to the first
-# variant. Every run is stopped after LIMIT seconds (default 150): a variant that hangs costs its
-# own runs, not the device call. VARIANTS ("base c2 t1") runs only those, in that order (the first
-# is the one the others are held against and the checks skip).
+# PACK comes from scripts/kernel-variants.sh (a tar file, xz or gzip); several packs' variants run
+# as one list, in the packs' order. Each round runs `tpgraph bench --no-limits` of every variant in
+# that order (ROUNDS rounds, default 2: the variants alternate, so the clocks' drift falls on all of
+# them) and prints its wall time; then every variant but the first runs the kernel GPU tests
+# (`[kernels]~[full]`, where the pack holds them) and `tpgraph check` unless CHECKS=0. TOKENS
+# (default 4096) and BENCH_ARGS go to bench. Logs and bench JSON go to $OUT (default ./out); the
+# last lines printed are one row per variant and round: the GEMMs' medians in the chain (steady
+# between calls, what ranks close variants), the 3 GEMMs back to back and the chain (both move with
+# the clocks); then, per variant and token count, gate + up + down averaged over the rounds, with
+# the rounds' range and the ratio to the first variant. Every run is stopped after LIMIT seconds
+# (default 150): a variant that hangs costs its own runs, not the device call. VARIANTS ("base c2
+# t1") runs only those, in that order (the first is the one the others are held against and the
+# checks skip).
 set -uo pipefail
-[ $# -eq 1 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
-pack=$1
+[ $# -ge 1 ] || { sed -n '2,19p' "$0" >&2; exit 2; }
 OUT=${OUT:-out}
 ROUNDS=${ROUNDS:-2}
 LIMIT=${LIMIT:-150}
@@ -26,17 +26,27 @@ TOKENS=${TOKENS:-4096}
 mkdir -p "$OUT"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# tar reads xz and gzip alike where xz is installed; Python's tarfile where it is not.
-tar xf "$pack" -C "$dir" 2>/dev/null || python3 -c '
+# Each pack into its own folder, then its variants beside the others' (a name two packs hold is
+# refused). tar reads xz and gzip alike where xz is installed; Python's tarfile where it is not.
+: >"$dir/variants.tsv"
+for pack in "$@"; do
+  part=$(mktemp -d -p "$dir")
+  tar xf "$pack" -C "$part" 2>/dev/null || python3 -c '
 import sys, tarfile
 with tarfile.open(sys.argv[1]) as pack:
-    pack.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$pack" "$dir" ||
-  { echo "gpu-variants: cannot unpack $pack" >&2; exit 2; }
+    pack.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' "$pack" "$part" ||
+    { echo "gpu-variants: cannot unpack $pack" >&2; exit 2; }
+  while IFS=$'\t' read -r name spec; do
+    [ -e "$dir/$name" ] && { echo "gpu-variants: two packs hold a variant '$name'" >&2; exit 2; }
+    mv "$part/$name" "$dir/$name"
+    printf '%s\t%s\n' "$name" "$spec" >>"$dir/variants.tsv"
+  done <"$part/variants.tsv"
+done
 mapfile -t names < <(cut -f1 "$dir/variants.tsv")
 if [ -n "${VARIANTS:-}" ]; then
   read -r -a picked <<<"$VARIANTS"
   for name in "${picked[@]}"; do
-    [ -x "$dir/$name/tpgraph" ] || { echo "gpu-variants: no variant '$name' in $pack (it holds: ${names[*]})" >&2; exit 2; }
+    [ -x "$dir/$name/tpgraph" ] || { echo "gpu-variants: no variant '$name' in $* (they hold: ${names[*]})" >&2; exit 2; }
   done
   names=("${picked[@]}")
 fi
