@@ -2,7 +2,7 @@
 """Reads the wgmma kernel's block timeline (src/kernels/wg_timeline.cuh, a build with
 -DTPGRAPH_WG_TIMELINE=R) and says where one launch of each grouped GEMM spends its SMs' time.
 
-    scripts/wg_timeline.py wg-timeline.txt [--core TFLOPS] [--sms N]
+    scripts/wg_timeline.py wg-timeline.txt [--core TFLOPS] [--sms N] [--block-rows R]
 
 Per GEMM (one recorded launch): the span from the first block's start of work (its prerequisite
 grids complete) to the last block's end, and the SM-time of that span split into
@@ -13,7 +13,8 @@ grids complete) to the last block's end, and the SM-time of that span split into
   - tail: an SM idle after its last block until the launch's end,
   - head: an SM idle before its first block starts work.
 The loop's rate is the MMA work issued (rows padded to 16, as the tensor cores run them) per loop
-time; --core gives the rate of the compute core alone (decode + wgmma, no waits) for comparison.
+time (R weight rows a block: 256 for tile 4, 128 for tile 3); --core gives the rate of the compute
+core alone (decode + wgmma, no waits) for comparison.
 """
 import argparse
 import collections
@@ -31,7 +32,7 @@ def read(path):
     return rows
 
 
-def analyse(blocks, sms, core):
+def analyse(blocks, sms, core, block_rows):
     first = min(b["ready_ns"] for b in blocks)
     last = max(b["end_ns"] for b in blocks)
     span = last - first
@@ -58,7 +59,7 @@ def analyse(blocks, sms, core):
     loop_rate = collections.defaultdict(lambda: [0, 0.0, 0.0])  # N -> blocks, flops, loop ns
     for b in blocks:
         n = (b["rows"] + 15) // 16 * 16
-        f = 2.0 * 256 * n * 64 * b["chunks"] * b["items"]
+        f = 2.0 * block_rows * n * 64 * b["chunks"] * b["items"]
         flops += f
         entry = loop_rate[n]
         entry[0] += 1
@@ -106,8 +107,13 @@ def main():
     parser.add_argument("path")
     parser.add_argument("--core", type=float, default=0.0, help="TFLOP/s of the compute core alone")
     parser.add_argument("--sms", type=int, default=0, help="the GPU's SMs (default: the SMs used)")
+    parser.add_argument("--block-rows", type=int, default=256, help="weight rows a block computes (the tile's)")
     args = parser.parse_args()
-    records = read(args.path)
+    try:
+        records = read(args.path)
+    except (OSError, ValueError) as e:
+        print(f"wg_timeline: cannot read {args.path}: {e}", file=sys.stderr)
+        return 2
     if not records:
         print(f"{args.path}: no recorded blocks", file=sys.stderr)
         return 1
@@ -118,7 +124,7 @@ def main():
         k = blocks[0]["chunks"] * 64
         items = max(b["items"] for b in blocks)
         print(f"GEMM {gemm} (K {k}, up to {items} row blocks per block):")
-        print("\n".join(analyse(blocks, args.sms, args.core)))
+        print("\n".join(analyse(blocks, args.sms, args.core, args.block_rows)))
     return 0
 
 
