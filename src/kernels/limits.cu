@@ -207,11 +207,10 @@ double mma_peak_flops(const MmaPeakShape& shape, int iterations) {
 namespace {
 
 __global__ void spin_kernel(std::int64_t ns, std::uint32_t* sink) {
-  std::uint64_t start = 0;
+  const std::uint64_t start = detail::global_timer_ns();
   std::uint64_t now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    now = detail::global_timer_ns();
   } while (now >= start && static_cast<std::int64_t>(now - start) < ns);
   if (now < start && threadIdx.x == 0) *sink = static_cast<std::uint32_t>(now);
 }

@@ -142,6 +142,21 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   TPGRAPH_WGMMA_ASM("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
 }
 
+// ---- timers -------------------------------------------------------------------------------------
+
+// The GPU's global timer in nanoseconds (shared by every SM; it ticks coarser than 1 ns).
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// The SM this thread runs on.
+__device__ __forceinline__ std::uint32_t sm_id() {
+  std::uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 // ---- programmatic dependent launch (sm_90) -------------------------------------------------------
 
 // A kernel launched with the programmatic-serialization attribute (launch.cuh, kernels.hpp

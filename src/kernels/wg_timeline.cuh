@@ -14,11 +14,30 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kernels/ptx.cuh"
+
 #ifndef TPGRAPH_WG_TIMELINE
 #define TPGRAPH_WG_TIMELINE 0
 #endif
 
 namespace tpgraph::kernels::gemm {
+
+// Thread 0's cycles in the loop's waits: the ring's full barrier, the weight pipe's (with the
+// fragment's shared loads), and the ring's empty barrier on its turn to refill. Without the probe
+// `timed` only runs its function and the counters go unused.
+struct WgWaits {
+  std::uint32_t full = 0, pipe = 0, empty = 0;
+  template <typename F>
+  __device__ __forceinline__ void timed(std::uint32_t& into, F&& f) {
+    if (TPGRAPH_WG_TIMELINE == 0 || threadIdx.x != 0) {
+      f();
+      return;
+    }
+    const auto t0 = static_cast<std::uint32_t>(clock());
+    f();
+    into += static_cast<std::uint32_t>(clock()) - t0;
+  }
+};
 
 #if TPGRAPH_WG_TIMELINE > 0
 namespace timeline_probe {
@@ -39,37 +58,12 @@ __device__ unsigned long long g_keys[kGemms];     // the weights each slot's lau
 __device__ unsigned int g_done[kGemms];           // blocks of the current launch that have ended
 __device__ unsigned int g_launches[kGemms];       // launches completed
 
-__device__ __forceinline__ std::uint64_t global_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ std::uint32_t sm_id() {
-  std::uint32_t id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
-}
-
 }  // namespace timeline_probe
 
 // Static calls: each finds its launch's slot from the weights again (at most kGemms atomic
 // compare-and-swaps), so that only the three wait counters stay live across the kernel's loop.
 struct WgTimeline {
-  // Thread 0's cycles in the loop's waits: the ring's full barrier, the weight pipe's (with the
-  // fragment's shared loads), and the ring's empty barrier on its turn to refill.
-  struct Waits {
-    std::uint32_t full = 0, pipe = 0, empty = 0;
-    template <typename F>
-    __device__ __forceinline__ void timed(std::uint32_t& into, F&& f) {
-      if (threadIdx.x != 0) {
-        f();
-        return;
-      }
-      const auto t0 = static_cast<std::uint32_t>(clock());
-      f();
-      into += static_cast<std::uint32_t>(clock()) - t0;
-    }
-  };
+  using Waits = WgWaits;
 
   __device__ __forceinline__ static int slot_of(const void* weights) {
     const auto key = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(weights));
@@ -91,12 +85,12 @@ struct WgTimeline {
     const int slot = threadIdx.x == 0 ? slot_of(weights) : -1;
     if (slot < 0) return;
     timeline_probe::Record& pending = timeline_probe::g_pending[slot][blockIdx.x];
-    pending.start_ns = timeline_probe::global_ns();
+    pending.start_ns = detail::global_timer_ns();
     pending.start_clk = clock64();
   }
   __device__ __forceinline__ static void ready(const void* weights, int rows, int items, int chunks) {
     if (threadIdx.x != 0) return;
-    const std::uint64_t ready_ns = timeline_probe::global_ns();
+    const std::uint64_t ready_ns = detail::global_timer_ns();
     const std::uint64_t ready_clk = clock64();
     const int slot = slot_of(weights);
     timeline_probe::Record* record = record_of(slot);
@@ -105,7 +99,7 @@ struct WgTimeline {
     record->start_clk = timeline_probe::g_pending[slot][blockIdx.x].start_clk;
     record->ready_ns = ready_ns;
     record->ready_clk = ready_clk;
-    record->sm = timeline_probe::sm_id();
+    record->sm = detail::sm_id();
     record->rows = static_cast<std::uint32_t>(rows);
     record->items = static_cast<std::uint32_t>(items);
     record->chunks = static_cast<std::uint32_t>(chunks);
@@ -125,7 +119,7 @@ struct WgTimeline {
   __device__ __forceinline__ static void finish(const void* weights) {
     if (threadIdx.x != 0) return;
     const std::uint64_t clk = clock64();
-    const std::uint64_t ns = timeline_probe::global_ns();
+    const std::uint64_t ns = detail::global_timer_ns();
     const int slot = slot_of(weights);
     if (slot < 0) return;
     timeline_probe::Record* record = record_of(slot);
@@ -178,13 +172,7 @@ inline void timeline_at_exit() {
 inline void timeline_at_exit() {}
 
 struct WgTimeline {
-  struct Waits {
-    std::uint32_t full = 0, pipe = 0, empty = 0;
-    template <typename F>
-    __device__ __forceinline__ void timed(std::uint32_t&, F&& f) {
-      f();
-    }
-  };
+  using Waits = WgWaits;
   __device__ __forceinline__ static void start(const void*) {}
   __device__ __forceinline__ static void ready(const void*, int, int, int) {}
   __device__ __forceinline__ static void loop_end(const void*, const Waits&) {}
