@@ -17,42 +17,16 @@
 #include <string>
 
 #include "kernels/gemm_common.cuh"
+#include "kernels/gemm_wgmma_ring.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/wg_timeline.cuh"
 
 namespace tpgraph::kernels::gemm {
 namespace {
 
-// B in shared memory: a ring of stages, each a chunk of the block's routed rows, 128 bytes each, as
-// the tensor copies write it with the 128-byte swizzle (smem_desc_sw128 reads it). The ring has 120
-// KB, six stages of the largest block's 160 rows; a block of kN rows cuts it into stages of kN rows,
-// so fewer rows get more stages, loaded further ahead, and the warpgroups may drift further apart:
-// 8 stages 4 ahead at N = 112 (t=4096's typical block), 10 at 96, at most 12. Against six stages of
-// 160 rows for every N, 3 ahead: the three GEMMs at t=4096 0.986x (one H100).
-constexpr int kWgRingBytes = 6 * kWgmmaMaxTokens * 128;
-constexpr int kWgMaxStages = 12;  // the barriers' arrays
-template <int kN>
-struct WgRing {
-  static constexpr int kStageBytes = kN * 128;  // a multiple of the swizzle's 1024 (kN is one of 16)
-  static constexpr int kStages = kWgRingBytes / kStageBytes < kWgMaxStages ? kWgRingBytes / kStageBytes : kWgMaxStages;
-  static constexpr int kAhead = kStages / 2;  // chunks of B in flight ahead of the one computed
-  static_assert(kStageBytes % 1024 == 0 && kStages * kStageBytes <= kWgRingBytes);
-  static_assert(kAhead < kStages - 1, "a stage is refilled only after a chunk that is not the previous one");
-};
 // k16 wgmmas a warp leaves in flight when it decodes the next (2 measured slower).
 constexpr int kWgPending = 1;
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
-// A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
-// bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
-// reads expert 0's weights (from the L2); 4, no outputs are stored; 8, the weight words go to the
-// MMA undecoded (one AND each instead of the decode's 18 instructions); 16, every block stores its
-// outputs over y's first rows (the same lines, which stay in the L2: the stores without their
-// device-memory writes). Timed beside the kernel as
-// it is, each says how much of its time the traffic or the work it removes costs.
-#ifndef TPGRAPH_WG_PROBE
-#define TPGRAPH_WG_PROBE 0
-#endif
-constexpr int kWgProbe = TPGRAPH_WG_PROBE;
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
 // Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
@@ -140,6 +114,7 @@ struct WgWeights<true, kTileStep> {
 
   // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * kTileStep tiles on.
   __device__ __forceinline__ void issue(int group, int chunks, int total) const {
+    if constexpr ((kWgProbe & 32) != 0) return;
     const int stage = group % kPipeStages;
     int c = group * kPipeGroup;
     int n = min(kPipeGroup, total - c);
@@ -161,7 +136,7 @@ struct WgWeights<true, kTileStep> {
   // The chunk at s8 = gc % kPipeRound, in a round of parity `phase` (each stage is used once a round).
   __device__ __forceinline__ Fragment get(int, int s8, std::uint32_t phase, int lane) const {
     const int stage = s8 / kPipeGroup;
-    if (s8 % kPipeGroup == 0) detail::mbar_wait(bars + 8 * stage, phase);
+    if (s8 % kPipeGroup == 0 && (kWgProbe & 32) == 0) detail::mbar_wait(bars + 8 * stage, phase);
     return load_unit_fragment(stages + static_cast<std::uint32_t>(s8 * kUnitBytes), lane);
   }
   __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
@@ -237,64 +212,6 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
       xs_partner[n] = n < block_rows ? __fmul_rn(__fmul_rn(args.xs[row_begin + n], ts_partner), 16384.0f) : 0.0f;
   }
   __syncthreads();  // the ring's barriers and the scales are in place before anyone uses them
-}
-
-// The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
-// chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
-// completes when the copies have landed. Chunk gc + kAhead is loaded while chunk gc is
-// computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
-// loads are issued by lane 0 of warp gc % warps in turn: with thread 0 alone as the producer,
-// warp 0 carried an empty wait and N/16 copies per chunk on top of its share of the math, every
-// other warp waited for its copies (28% of the stall samples on full[s]), and gate took 504 us
-// instead of 476 at t=4096. Rows past the block's end come with the copies (zeros past the
-// matrix, the next expert's rows otherwise): they only feed output columns that are never stored.
-// Here lane 0 of warp gc % warps, whose turn chunk gc is (stage s, phase parity), loads routed-row
-// chunk load_c as chunk gc + kAhead.
-template <int kN, typename LoadB>
-__device__ __forceinline__ void refill_ring(const LoadB& load_b, int gc, int s, std::uint32_t parity, int load_c,
-                                            std::uint32_t empty_bars) {
-  // Chunk gc + kAhead goes to the stage last used by chunk gc + kAhead - kStages: in this round if
-  // that stage comes before s, else in the previous one.
-  constexpr int kStages = WgRing<kN>::kStages;
-  constexpr int kAhead = WgRing<kN>::kAhead;
-  constexpr int kBack = kStages - kAhead;
-  const bool same_round = s >= kBack;
-  const int refill = same_round ? s - kBack : s + kAhead;
-  if (gc + kAhead >= kStages) {
-    // The stage's previous use must have been drained.
-    detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
-  }
-  load_b(refill, load_c);
-}
-
-// The ring's first kAhead chunks, loaded by thread 0 (the producer). Returns the routed-row chunk
-// loaded next (they repeat for every row block): every warp tracks it, as after these the warps take
-// turns to issue the copies (chunk gc + kAhead by warp gc % warps, refill_ring).
-template <int kN, typename LoadB>
-__device__ __forceinline__ int start_ring(const LoadB& load_b, bool producer, int chunks, int total) {
-  constexpr int kAhead = WgRing<kN>::kAhead;
-  int load_c = 0;
-  if (producer) {
-    for (int s = 0; s < kAhead && s < total; ++s) {
-      load_b(s, load_c);
-      if (++load_c == chunks) load_c = 0;
-    }
-  }
-  return kAhead % chunks;
-}
-
-// One thread: chunk c of the block's routed rows (from `first_row` on) into ring stage `stage`,
-// N/16 tensor copies of 16 rows x 64 columns, completing on the stage's full barrier with the bytes.
-template <int kN>
-__device__ __forceinline__ void load_routed_chunk(std::uint32_t full_bars, std::uint32_t b_base, int stage,
-                                                  std::uint64_t map, int c, int first_row) {
-  const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
-  detail::mbar_expect_tx(bar, kN * 128);
-  const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes);
-#pragma unroll
-  for (int r = 0; r < kN; r += 16) {
-    detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
-  }
 }
 
 // A warp's k16 steps of one chunk: the weights f, decoded step by step into the A fragment, against
@@ -452,11 +369,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
                                                   row_begin, block_rows);
   WgTimeline::ready(args.weights, block_rows, items, chunks);
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
-  auto load_b = [&](int stage, int c) {  // one thread: chunk c of the routed rows
-    load_routed_chunk<kN>(full_bars, b_base, stage, map, c, kWgProbe & 1 ? 0 : row_begin);
-  };
-
-  int load_c = start_ring<kN>(load_b, producer, chunks, total);  // the routed-row chunk loaded next
+  const WgRingCopies<kN> copies{full_bars, b_base, map, kWgProbe & 1 ? 0 : row_begin};
+  int load_c = start_ring<kN>(copies, producer, chunks, total);  // the routed-row chunk loaded next
   const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
   WgTimeline::Waits waits;  // thread 0's waits in the loop, where the probe is built in
   int gc = 0;
@@ -467,10 +381,11 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
       const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
       const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));  // who loads the next
-      if (lane == 0 && warp == turn && gc + WgRing<kN>::kAhead < total)
-        waits.timed(waits.empty, [&] { refill_ring<kN>(load_b, gc, s, parity, load_c, empty_bars); });
+      if (warp == turn && gc + WgRing<kN>::kAhead < total)
+        waits.timed(waits.empty, [&] { refill_ring<kN>(copies, gc, s, parity, load_c, empty_bars, lane); });
       if (++load_c == chunks) load_c = 0;
-      waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
+      if constexpr ((kWgProbe & 32) == 0)
+        waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;
