@@ -24,15 +24,15 @@ struct WgRing {
   static_assert(kStageBytes % 1024 == 0 && kStages * kStageBytes <= kWgRingBytes);
   static_assert(kAhead < kStages - 1, "a stage is refilled only after a chunk that is not the previous one");
 };
-// A probe of what device memory costs the kernel (never a build to use: its outputs are wrong),
-// bits: 1, every block's routed rows are the first rows of x16 (read from the L2); 2, every block
-// reads expert 0's weights (from the L2); 4, no outputs are stored; 8, the weight words go to the
-// MMA undecoded (one AND each instead of the decode's 18 instructions); 16, every block stores its
-// outputs over y's first rows (the same lines, which stay in the L2: the stores without their
-// device-memory writes); 32, no copies and no waits for them: the routed-row ring and the weight
-// pipes are never filled, every warp computes on whatever their shared memory holds (the loop's
-// own instructions and the tensor cores alone). Timed beside the kernel as
-// it is, each says how much of its time the traffic or the work it removes costs.
+// The kernel's probe of what device memory and the copies cost it (never a build to use: its
+// outputs are wrong), bits: 1, every block's routed rows are the first rows of x16 (read from the
+// L2); 2, every block reads expert 0's weights (from the L2); 4, no outputs are stored; 8, the
+// weight words go to the MMA undecoded (one AND each instead of the decode's 18 instructions); 16,
+// every block stores its outputs over y's first rows (the same lines, which stay in the L2: the
+// stores without their device-memory writes); 32, no copies and no waits for them: the routed-row
+// ring and the weight pipes are never filled, every warp computes on whatever their shared memory
+// holds (the loop's own instructions and the tensor cores alone). Timed beside the kernel as it
+// is, each says how much of its time the traffic or the work it removes costs.
 #ifndef TPGRAPH_WG_PROBE
 #define TPGRAPH_WG_PROBE 0
 #endif
