@@ -14,7 +14,9 @@ grids complete) to the last block's end, and the SM-time of that span split into
   - head: an SM idle before its first block starts work.
 The loop's rate is the MMA work issued (rows padded to 16, as the tensor cores run them) per loop
 time (R weight rows a block: 256 for tile 4, 128 for tile 3); --core gives the rate of the compute
-core alone (decode + wgmma, no waits) for comparison.
+core alone (decode + wgmma, no waits) for comparison. The loop's time per chunk of 64 columns
+against N, with the line a + b N through it, says how much of a chunk's time is a cost per chunk
+(a) and how much grows with the routed rows (b, beside the tensor cores' own need per routed row).
 """
 import argparse
 import collections
@@ -56,7 +58,7 @@ def analyse(blocks, sms, core, block_rows):
     total = (sms if sms else used) * span
     parts["unused SMs"] = max(0, (sms - used) * span) if sms else 0
     flops = 0
-    loop_rate = collections.defaultdict(lambda: [0, 0.0, 0.0])  # N -> blocks, flops, loop ns
+    loop_rate = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])  # N -> blocks, flops, loop ns, chunks
     for b in blocks:
         n = (b["rows"] + 15) // 16 * 16
         f = 2.0 * block_rows * n * 64 * b["chunks"] * b["items"]
@@ -65,6 +67,7 @@ def analyse(blocks, sms, core, block_rows):
         entry[0] += 1
         entry[1] += f
         entry[2] += (b["loop_clk"] - b["ready_clk"]) / ghz
+        entry[3] += b["chunks"] * b["items"]
     firsts = {id(sm_blocks[0]) for sm_blocks in by_sm.values()}
     waited = [b["ready_ns"] - b["start_ns"] for b in blocks if id(b) in firsts]
     prologue = [(b["ready_clk"] - b["start_clk"]) / ghz for b in blocks if id(b) not in firsts]
@@ -79,11 +82,12 @@ def analyse(blocks, sms, core, block_rows):
     ]
     per_sm = []
     for n in sorted(loop_rate):
-        count, f, ns = loop_rate[n]
+        count, f, ns, _ = loop_rate[n]
         rate = f / ns / 1e3 * (sms if sms else used)  # TFLOP/s, as if every SM ran such loops
         note = f" ({100.0 * rate / core:.0f}% of the core)" if core else ""
         per_sm.append(f"N={n}: {count} blocks, {rate:.0f}{note}")
     lines.append("  the loop's rate in TFLOP/s, every SM at it: " + "; ".join(per_sm))
+    lines.extend(chunk_cost(loop_rate, ghz, block_rows))
     mean = lambda key_a, key_b: sum((b[key_b] - b[key_a]) / ghz for b in blocks) / len(blocks) / 1e3
     lines.append(
         f"  per block on average: loop {mean('ready_clk', 'loop_clk'):.1f} us, after the loop "
@@ -100,6 +104,30 @@ def analyse(blocks, sms, core, block_rows):
             + (", and stores the row blocks before the last" if max(b["items"] for b in blocks) > 1 else "")
         )
     return lines
+
+
+def chunk_cost(loop_rate, ghz, block_rows):
+    """A block's loop time per chunk of 64 columns against its routed rows N: the least-squares line
+    a + b N over the blocks (each N weighted by its chunks), beside the tensor cores' own need,
+    block_rows / 32 cycles per routed row (4 k16 steps of N / 2 cycles per 64-row warpgroup)."""
+    points = [(n, ns / chunks, chunks) for n, (_, _, ns, chunks) in loop_rate.items() if chunks > 0]
+    if len(points) < 2:
+        return []
+    w = sum(c for _, _, c in points)
+    mn = sum(n * c for n, _, c in points) / w
+    mt = sum(t * c for _, t, c in points) / w
+    var = sum(c * (n - mn) ** 2 for n, _, c in points)
+    if var == 0:
+        return []
+    slope = sum(c * (n - mn) * (t - mt) for n, t, c in points) / var
+    fixed = mt - slope * mn
+    tensor = block_rows / 32 / ghz  # ns per routed row
+    per_n = ", ".join(f"N={n} {t / 1e3:.2f}" for n, t, _ in sorted(points))
+    return [
+        f"  the loop per chunk of 64 columns, in us: {per_n}; the line through them {fixed / 1e3:.2f} us "
+        f"+ {slope / 1e3:.4f} us per routed row, where the tensor cores need {tensor / 1e3:.4f} us per "
+        f"routed row ({block_rows // 32} cycles) and nothing per chunk"
+    ]
 
 
 def main():
