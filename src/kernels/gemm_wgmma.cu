@@ -114,7 +114,7 @@ struct WgWeights<true, kTileStep> {
 
   // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * kTileStep tiles on.
   __device__ __forceinline__ void issue(int group, int chunks, int total) const {
-    if constexpr ((kWgProbe & 32) != 0) return;
+    if constexpr (kWgNoWeightCopies) return;
     const int stage = group % kPipeStages;
     int c = group * kPipeGroup;
     int n = min(kPipeGroup, total - c);
@@ -136,7 +136,7 @@ struct WgWeights<true, kTileStep> {
   // The chunk at s8 = gc % kPipeRound, in a round of parity `phase` (each stage is used once a round).
   __device__ __forceinline__ Fragment get(int, int s8, std::uint32_t phase, int lane) const {
     const int stage = s8 / kPipeGroup;
-    if (s8 % kPipeGroup == 0 && (kWgProbe & 32) == 0) detail::mbar_wait(bars + 8 * stage, phase);
+    if (s8 % kPipeGroup == 0 && !kWgNoWeightCopies) detail::mbar_wait(bars + 8 * stage, phase);
     return load_unit_fragment(stages + static_cast<std::uint32_t>(s8 * kUnitBytes), lane);
   }
   __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
@@ -384,8 +384,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
       if (warp == turn && gc + WgRing<kN>::kAhead < total)
         waits.timed(waits.empty, [&] { refill_ring<kN>(copies, gc, s, parity, load_c, empty_bars, lane); });
       if (++load_c == chunks) load_c = 0;
-      if constexpr ((kWgProbe & 32) == 0)
-        waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
+      if constexpr (!kWgNoRingCopies) waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;

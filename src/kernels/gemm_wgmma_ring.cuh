@@ -31,12 +31,15 @@ struct WgRing {
 // every block stores its outputs over y's first rows (the same lines, which stay in the L2: the
 // stores without their device-memory writes); 32, no copies and no waits for them: the routed-row
 // ring and the weight pipes are never filled, every warp computes on whatever their shared memory
-// holds (the loop's own instructions and the tensor cores alone). Timed beside the kernel as it
-// is, each says how much of its time the traffic or the work it removes costs.
+// holds (the loop's own instructions and the tensor cores alone); 64, the same for the routed-row
+// ring alone; 128, for the weight pipes alone. Timed beside the kernel as it is, each says how
+// much of its time the traffic or the work it removes costs.
 #ifndef TPGRAPH_WG_PROBE
 #define TPGRAPH_WG_PROBE 0
 #endif
 constexpr int kWgProbe = TPGRAPH_WG_PROBE;
+constexpr bool kWgNoRingCopies = (kWgProbe & (32 | 64)) != 0;
+constexpr bool kWgNoWeightCopies = (kWgProbe & (32 | 128)) != 0;
 
 // The copies of routed-row chunk c (the block's rows from `first_row` on) into ring stage `stage`:
 // N/16 tensor copies of 16 rows x 64 columns, completing on the stage's full barrier with the
@@ -48,7 +51,7 @@ struct WgRingCopies {
   std::uint64_t map;
   int first_row;
   __device__ __forceinline__ void one(int stage, int c) const {
-    if constexpr ((kWgProbe & 32) != 0) return;
+    if constexpr (kWgNoRingCopies) return;
     const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
     detail::mbar_expect_tx(bar, kN * 128);
     const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes);
@@ -58,7 +61,7 @@ struct WgRingCopies {
     }
   }
   __device__ __forceinline__ void warp(int stage, int c, int lane) const {
-    if constexpr ((kWgProbe & 32) != 0) return;
+    if constexpr (kWgNoRingCopies) return;
     const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
     if (lane == 0) detail::mbar_expect_tx(bar, kN * 128);
     __syncwarp();
@@ -89,7 +92,7 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<kN>& copies, int 
   constexpr int kBack = kStages - kAhead;
   const bool same_round = s >= kBack;
   const int refill = same_round ? s - kBack : s + kAhead;
-  if (gc + kAhead >= kStages && (kWgProbe & 32) == 0) {
+  if (gc + kAhead >= kStages && !kWgNoRingCopies) {
     // The stage's previous use must have been drained.
     detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
   }
