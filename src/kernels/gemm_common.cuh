@@ -147,8 +147,8 @@ __device__ __forceinline__ void store_row_block(const GemmArgs& args, float (&ac
 }
 
 // The routed rows (x16: `rows` x `cols` f16 bits, row-major) as a tensor for the wgmma kernels'
-// copies: boxes of 16 rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last row
-// (gemm_wgmma.cu).
-CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols);
+// copies: boxes of `box_rows` rows x 64 columns (one chunk), 128-byte swizzle, zeros past the last
+// row (gemm_wgmma.cu).
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols, int box_rows = 16);
 
 }  // namespace tpgraph::kernels::gemm

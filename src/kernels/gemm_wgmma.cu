@@ -317,7 +317,7 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
 // warpgroup), which the .aligned wgmma instructions need. The planner gives such a row block a
 // block of its own (items == 1), a pair block where the partner's rows fill the idle warpgroups.
 template <bool kV2, int kWarpgroups, int kN, bool kPair>
-__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+__device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMaps& x16_maps, std::uint8_t* smem,
                                             const BlockWork& work) {
   static_assert(kN <= kWgmmaMaxTokens && 2 * kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
   using Storage = WgSharedStorage<kV2, kWarpgroups>;
@@ -368,7 +368,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
   prepare_ring_and_scales<kWarpgroups, kN, kPair>(args, full_bars, empty_bars, producer, xs_s, xs_partner, expert,
                                                   row_begin, block_rows);
   WgTimeline::ready(args.weights, block_rows, items, chunks);
-  const std::uint64_t map = reinterpret_cast<std::uint64_t>(x16_map);
+  const std::uint64_t map = reinterpret_cast<std::uint64_t>(&x16_maps.n[kN / 16 - 1]);
   const WgRingCopies<kN> copies{full_bars, b_base, map, kWgProbe & 1 ? 0 : row_begin};
   int load_c = start_ring<kN>(copies, producer, chunks, total);  // the routed-row chunk loaded next
   const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
@@ -416,34 +416,34 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const CUtensor
 
 // The block's variant: N is its routed rows rounded up to 16.
 template <bool kV2, int kWarpgroups, bool kPair>
-__device__ __forceinline__ void wgmma_rows(const GemmArgs& args, const CUtensorMap* x16_map, std::uint8_t* smem,
+__device__ __forceinline__ void wgmma_rows(const GemmArgs& args, const WgRowMaps& x16_maps, std::uint8_t* smem,
                                            const BlockWork& w) {
   switch ((w.rows + 15) / 16) {
-    case 1: return wgmma_block<kV2, kWarpgroups, 16, kPair>(args, x16_map, smem, w);
-    case 2: return wgmma_block<kV2, kWarpgroups, 32, kPair>(args, x16_map, smem, w);
-    case 3: return wgmma_block<kV2, kWarpgroups, 48, kPair>(args, x16_map, smem, w);
-    case 4: return wgmma_block<kV2, kWarpgroups, 64, kPair>(args, x16_map, smem, w);
-    case 5: return wgmma_block<kV2, kWarpgroups, 80, kPair>(args, x16_map, smem, w);
-    case 6: return wgmma_block<kV2, kWarpgroups, 96, kPair>(args, x16_map, smem, w);
-    case 7: return wgmma_block<kV2, kWarpgroups, 112, kPair>(args, x16_map, smem, w);
-    case 8: return wgmma_block<kV2, kWarpgroups, 128, kPair>(args, x16_map, smem, w);
-    case 9: return wgmma_block<kV2, kWarpgroups, 144, kPair>(args, x16_map, smem, w);
-    case 10: return wgmma_block<kV2, kWarpgroups, 160, kPair>(args, x16_map, smem, w);
+    case 1: return wgmma_block<kV2, kWarpgroups, 16, kPair>(args, x16_maps, smem, w);
+    case 2: return wgmma_block<kV2, kWarpgroups, 32, kPair>(args, x16_maps, smem, w);
+    case 3: return wgmma_block<kV2, kWarpgroups, 48, kPair>(args, x16_maps, smem, w);
+    case 4: return wgmma_block<kV2, kWarpgroups, 64, kPair>(args, x16_maps, smem, w);
+    case 5: return wgmma_block<kV2, kWarpgroups, 80, kPair>(args, x16_maps, smem, w);
+    case 6: return wgmma_block<kV2, kWarpgroups, 96, kPair>(args, x16_maps, smem, w);
+    case 7: return wgmma_block<kV2, kWarpgroups, 112, kPair>(args, x16_maps, smem, w);
+    case 8: return wgmma_block<kV2, kWarpgroups, 128, kPair>(args, x16_maps, smem, w);
+    case 9: return wgmma_block<kV2, kWarpgroups, 144, kPair>(args, x16_maps, smem, w);
+    case 10: return wgmma_block<kV2, kWarpgroups, 160, kPair>(args, x16_maps, smem, w);
     default: __trap();
   }
 }
 
 template <bool kV2, int kWarpgroups, int kMinBlocks>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ CUtensorMap x16_map) {
+    grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ WgRowMaps x16_maps) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   WgTimeline::start(args.weights);
   detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {
-    wgmma_rows<kV2, kWarpgroups, true>(args, &x16_map, wg_smem, w);
+    wgmma_rows<kV2, kWarpgroups, true>(args, x16_maps, wg_smem, w);
   } else {
-    wgmma_rows<kV2, kWarpgroups, false>(args, &x16_map, wg_smem, w);
+    wgmma_rows<kV2, kWarpgroups, false>(args, x16_maps, wg_smem, w);
   }
   WgTimeline::finish(args.weights);
 }
@@ -459,10 +459,12 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
   auto* kernel = grouped_gemm_wgmma_kernel<kV2, spec.warpgroups, spec.min_blocks>;
   constexpr int smem = wgmma_smem_bytes<kV2, spec.warpgroups>();
   detail::prepare_smem(reinterpret_cast<const void*>(kernel), smem, "grouped_gemm: cudaFuncSetAttribute");
-  const CUtensorMap map = routed_rows_map(args.x16_bits, rows, args.in_cols);
+  WgRowMaps maps;
+  for (int i = 0; i < kWgmmaMaxTokens / 16; ++i)
+    maps.n[i] = routed_rows_map(args.x16_bits, rows, args.in_cols, 16 * (i + 1));
   timeline_at_exit();
   detail::launch("grouped_gemm", kernel, static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream, args,
-                 map);
+                 maps);
 }
 
 template <bool kV2>
@@ -476,7 +478,7 @@ void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, 
 
 }  // namespace
 
-CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols) {
+CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols, int box_rows) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -485,7 +487,7 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
-  const cuuint32_t box[2] = {kChunkElems, 16};
+  const cuuint32_t box[2] = {kChunkElems, static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult status =
       encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides, box,

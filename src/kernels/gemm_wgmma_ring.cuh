@@ -1,6 +1,8 @@
 // The wgmma kernel's routed-row ring (gemm_wgmma.cu): its stages, the tensor copies that fill them
 // and the order in which the warps refill them; and the kernel's probe bits (TPGRAPH_WG_PROBE).
 #pragma once
+#include <cuda.h>
+
 #include <cstdint>
 
 #include "kernels/gemm_tiles.hpp"
@@ -41,47 +43,40 @@ constexpr int kWgProbe = TPGRAPH_WG_PROBE;
 constexpr bool kWgNoRingCopies = (kWgProbe & (32 | 64)) != 0;
 constexpr bool kWgNoWeightCopies = (kWgProbe & (32 | 128)) != 0;
 
-// The copies of routed-row chunk c (the block's rows from `first_row` on) into ring stage `stage`:
-// N/16 tensor copies of 16 rows x 64 columns, completing on the stage's full barrier with the
-// bytes. `one` issues them from one thread; `warp`, from a whole warp: lane 0 sets the bytes, then
-// lanes 0..N/16-1 issue one copy each, side by side.
+// The routed rows as tensors for the ring's copies: a tensor map per block size, n[i] with boxes of
+// 16 (i + 1) rows x 64 columns, so a chunk of a block's N rows is one copy (a kernel parameter).
+struct WgRowMaps {
+  CUtensorMap n[kWgmmaMaxTokens / 16];
+};
+
+// The copy of routed-row chunk c (the block's N rows from `first_row` on) into ring stage `stage`,
+// from one thread: one tensor copy through the map of N-row boxes, completing on the stage's full
+// barrier with the bytes. A copy per 16 rows (N/16 of them, even from a warp's lanes side by side)
+// kept the issuing warp, and with it its warpgroup, about half a chunk longer on its turn.
 template <int kN>
 struct WgRingCopies {
   std::uint32_t full_bars, b_base;
-  std::uint64_t map;
+  std::uint64_t map;  // the N-row map
   int first_row;
   __device__ __forceinline__ void one(int stage, int c) const {
     if constexpr (kWgNoRingCopies) return;
     const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
     detail::mbar_expect_tx(bar, kN * 128);
-    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes);
-#pragma unroll
-    for (int r = 0; r < kN; r += 16) {
-      detail::tensor_copy_2d(dst + static_cast<std::uint32_t>(r * 128), map, c * kChunkElems, first_row + r, bar);
-    }
-  }
-  __device__ __forceinline__ void warp(int stage, int c, int lane) const {
-    if constexpr (kWgNoRingCopies) return;
-    const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
-    if (lane == 0) detail::mbar_expect_tx(bar, kN * 128);
-    __syncwarp();
-    if (lane < kN / 16)
-      detail::tensor_copy_2d(b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes + lane * 16 * 128),
-                             map, c * kChunkElems, first_row + lane * 16, bar);
+    detail::tensor_copy_2d(b_base + static_cast<std::uint32_t>(stage * WgRing<kN>::kStageBytes), map, c * kChunkElems,
+                           first_row, bar);
   }
 };
 
-// The routed-row ring: tensor copies (16 routed rows x 64 columns each, 128-byte swizzle) load a
-// chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
-// completes when the copies have landed. Chunk gc + kAhead is loaded while chunk gc is
-// computed, so the warpgroups drift apart by up to a chunk instead of meeting at every one. The
-// loads are issued by warp gc % warps in turn: with thread 0 alone as the producer, warp 0 carried
-// an empty wait and N/16 copies per chunk on top of its share of the math, every other warp waited
-// for its copies (28% of the stall samples on full[s]), and gate took 504 us instead of 476 at
-// t=4096; its lanes issue one copy each, side by side (one lane issuing all N/16: 1.01x). Rows past
-// the block's end come with the copies (zeros past the matrix, the next expert's rows otherwise):
+// The routed-row ring: a tensor copy (the block's N routed rows x 64 columns, 128-byte swizzle) loads
+// a chunk into a stage once empty[s] says every warp's wgmmas that read it are complete; full[s]
+// completes when the copy has landed. Chunk gc + kAhead is loaded while chunk gc is computed, so
+// the warpgroups drift apart by up to a chunk instead of meeting at every one. The loads are issued
+// by warp gc % warps in turn: with thread 0 alone as the producer, warp 0 carried an empty wait and
+// the copies of every chunk on top of its share of the math, every other warp waited for its copies
+// (28% of the stall samples on full[s]), and gate took 504 us instead of 476 at t=4096. Rows past
+// the block's end come with the copy (zeros past the matrix, the next expert's rows otherwise):
 // they only feed output columns that are never stored. Here warp gc % warps, whose turn chunk gc
-// is (stage s, phase parity), loads routed-row chunk load_c as chunk gc + kAhead.
+// is (stage s, phase parity), loads routed-row chunk load_c as chunk gc + kAhead (lane 0 issues).
 template <int kN>
 __device__ __forceinline__ void refill_ring(const WgRingCopies<kN>& copies, int gc, int s, std::uint32_t parity,
                                             int load_c, std::uint32_t empty_bars, int lane) {
@@ -96,7 +91,7 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<kN>& copies, int 
     // The stage's previous use must have been drained.
     detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
   }
-  copies.warp(refill, load_c, lane);
+  if (lane == 0) copies.one(refill, load_c);
 }
 
 // The ring's first kAhead chunks, loaded by thread 0 (the producer). Returns the routed-row chunk
