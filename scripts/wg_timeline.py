@@ -98,7 +98,7 @@ def analyse(blocks, sms, core, block_rows):
         share = lambda key: 100.0 * sum(b[key] for b in blocks) / max(1, loop_clk)
         lines.append(
             f"  thread 0's loop cycles waiting: for the routed rows (full) {share('wait_full'):.1f}%, for its "
-            f"weights (pipe barrier + fragment loads) {share('wait_pipe'):.1f}%, for a stage to refill (empty) "
+            f"weights (fragment loads) {share('wait_pipe'):.1f}%, for a stage to refill (empty) "
             f"{share('wait_empty'):.1f}%; the rest {100.0 - share('wait_full') - share('wait_pipe') - share('wait_empty'):.1f}% "
             "decodes, issues and waits for its wgmmas"
             + (", and stores the row blocks before the last" if max(b["items"] for b in blocks) > 1 else "")

@@ -38,7 +38,7 @@ kernels::GemmPlan make_plan(const Routing& routing, int out_rows, int in_cols, i
 }  // namespace
 
 kernels::ExpertBank DeviceBank::view() const {
-  return kernels::ExpertBank{bytes.get(), tensor_scale.get(), rows, cols, layout};
+  return kernels::ExpertBank{bytes.get(), tensor_scale.get(), rows, cols, layout, experts};
 }
 
 DeviceBank upload_bank(int device, std::span<const Nvfp4Matrix> matrices, Layout layout) {
@@ -47,6 +47,7 @@ DeviceBank upload_bank(int device, std::span<const Nvfp4Matrix> matrices, Layout
   bank.rows = matrices.front().rows;
   bank.cols = matrices.front().cols;
   bank.layout = layout;
+  bank.experts = static_cast<int>(matrices.size());
   const std::size_t matrix_bytes = matrices.front().bytes.size();
   std::vector<std::uint8_t> host(matrix_bytes * matrices.size());
   std::vector<float> scales(matrices.size());

@@ -33,6 +33,7 @@ struct DeviceBank {
   int rows = 0;
   int cols = 0;
   Layout layout = Layout::v2;
+  int experts = 0;
   [[nodiscard]] kernels::ExpertBank view() const;
 };
 // All matrices must have the same shape (rows a multiple of 16 for v2).

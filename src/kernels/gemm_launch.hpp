@@ -25,11 +25,12 @@ struct GemmArgs {
 };
 
 // Launches mma.sync tile `tile` (gemm_mma.cu) or wgmma tile `tile` (gemm_wgmma.cu) over `grid`
-// plan items, for layout v2 (`v2`) or v1 weights. `routed_rows` (the rows of x16) bounds the
-// wgmma kernel's tensor copies. Throw std::invalid_argument for a tile of the other kind and
-// cuda::CudaError when the launch fails.
+// plan items, for layout v2 (`v2`) or v1 weights. `routed_rows` (the rows of x16) and `experts` (the
+// matrices of the weights) bound the wgmma kernel's tensor copies. Throw std::invalid_argument for a
+// tile of the other kind and cuda::CudaError when the launch fails.
 void launch_mma(const GemmArgs& args, bool v2, int tile, int grid, Stream stream);
-void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream);
+void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int experts, int grid,
+                  Stream stream);
 // The warp-specialised wgmma kernel (gemm_wgmma_ws.cu, built with TPGRAPH_WGMMA_WS=1): in such a
 // build launch_wgmma hands it every launch.
 void launch_wgmma_ws(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream);

@@ -1,8 +1,9 @@
 // The grouped GEMM's wgmma kernel, for many routed rows per expert (tiles 128 x <=160 and
 // 256 x <=160): warpgroups of 4 warps, each warp 16 of the warpgroup's 64 weight rows. A warp
 // decodes its weights to the A fragment in registers (nvfp4_decode.cuh), which goes straight into
-// wgmma.mma_async m64nNk16; B, the block's routed rows, comes from shared memory by descriptor,
-// brought there by tensor copies. N is the block's routed rows rounded up to 16 (an expert's rows
+// wgmma.mma_async m64nNk16; B, the block's routed rows, comes from shared memory by descriptor.
+// Tensor copies bring each chunk's routed rows (and with layout v2 the block's weights for it) into
+// one ring stage (gemm_wgmma_ring.cuh). N is the block's routed rows rounded up to 16 (an expert's rows
 // are split evenly into blocks of at most 160), so the tensor cores do little padding. Where K is
 // short a block walks several row blocks with its pipelines running on (gemm_tiles.hpp).
 //
@@ -29,29 +30,16 @@ constexpr int kWgPending = 1;
 static_assert(kWgPending >= 1 && kWgPending <= 4, "a chunk has four k16 steps");
 constexpr int kWgXsBytes = 2048;  // the routed rows' scales, two GEMMs', padded so the ring starts 1024-aligned
 
-// Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the
-// routed-row ring, the weight pipes (v2), the ring's barriers. After the last chunk the last row
-// block's outputs are staged over the ring (WgStagedOutputs), so the kernel allocates the larger
-// of the two (wgmma_smem_bytes).
-template <int kWarps>
-struct WgPipeStorage {
-  std::uint8_t stages[kWarps][kPipeWarpBytes];
-  std::uint64_t barriers[kWarps][kPipeStages];
-};
+// Shared memory of the wgmma kernel. While the block computes: the routed rows' scales, the ring
+// (WgRing: stages of routed rows, with layout v2 each followed by the chunk's weight units), the
+// ring's barriers. After the last chunk the last row block's outputs are staged over the ring
+// (WgStagedOutputs), so the kernel allocates the larger of the two (wgmma_smem_bytes).
 template <bool kV2, int kWarpgroups>
 struct WgSharedStorage {
   float xs[kWgXsBytes / 4];
-  std::uint8_t ring[kWgRingBytes];
-  WgPipeStorage<4 * kWarpgroups> pipes;
-  std::uint64_t full[kWgMaxStages];   // a stage's routed rows have landed
+  std::uint8_t ring[wg_ring_bytes(kV2 ? 4 * kWarpgroups : 0)];
+  std::uint64_t full[kWgMaxStages];   // a stage's routed rows (and weights) have landed
   std::uint64_t empty[kWgMaxStages];  // every warp's wgmmas that read a stage are complete
-};
-template <int kWarpgroups>
-struct WgSharedStorage<false, kWarpgroups> {  // v1 weights need no pipes
-  float xs[kWgXsBytes / 4];
-  std::uint8_t ring[kWgRingBytes];
-  std::uint64_t full[kWgMaxStages];
-  std::uint64_t empty[kWgMaxStages];
 };
 template <int kWarpgroups>
 struct WgStagedOutputs {
@@ -75,85 +63,32 @@ static_assert(offsetof(WgStorage128, empty) == offsetof(WgStorage128, full) + 8 
 template <bool kV2, int kWarpgroups>
 constexpr bool packed() {  // no padding: the launch asks for exactly the parts' bytes
   return sizeof(WgSharedStorage<kV2, kWarpgroups>) ==
-         static_cast<std::size_t>(kWgXsBytes + kWgRingBytes + (kV2 ? pipe_smem_bytes(4 * kWarpgroups) : 0) +
-                                  2 * 8 * kWgMaxStages);
+         static_cast<std::size_t>(kWgXsBytes + wg_ring_bytes(kV2 ? 4 * kWarpgroups : 0) + 2 * 8 * kWgMaxStages);
 }
 static_assert(packed<true, 2>() && packed<true, 4>() && packed<false, 2>() && packed<false, 4>());
 
-// A warp's weights in the wgmma kernel: the chunks of `items` row blocks one after the other
-// (global chunk gc = item * chunks + c), item r's tile 4 * kWarpgroups tiles after item r-1's.
-template <bool kV2, int kTileStep>
-struct WgWeights;
+// The ring of a block of kN routed rows: with layout v2 its stages carry the weights of the block's
+// 4 * kWarpgroups tiles too.
+template <bool kV2, int kWarpgroups, int kN>
+using WgRingOf = WgRing<kN, kV2 ? 4 * kWarpgroups : 0>;
 
-// v2: bulk copies of kPipeGroup chunks into kPipeStages stages (gemm_common.cuh), over the global
-// chunk sequence (a copy group may straddle two row blocks: then two copies fill the stage). The
-// chunk counts come from the caller, which holds them anyway (registers are tight here).
-template <int kTileStep>
-struct WgWeights<true, kTileStep> {
-  const std::uint8_t* first;  // item 0's tile stream
-  std::uint32_t stages;       // this warp's first stage; its barriers follow all warps' stages
-  std::uint32_t bars;
-
-  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix, int tile, int chunks, int total, int lane,
-                                       const PipeLayout& pipes, int warp) {
-    first = matrix + static_cast<std::int64_t>(tile) * chunks * kUnitBytes;
-    stages = pipes.stage(warp, 0);
-    bars = pipes.barrier(warp, 0);
-    if (total == 0) return;
-    if (lane == 0) {
-#pragma unroll
-      for (int s = 0; s < kPipeStages; ++s) detail::mbar_init(bars + 8 * s, 1);
-      detail::fence_mbarrier_init();
-#pragma unroll
-      for (int s = 0; s < kPipeStages; ++s) {
-        if (s * kPipeGroup < total) issue(s, chunks, total);
-      }
-    }
-    __syncwarp();
-  }
-
-  // Copy group `group`: chunks group * kPipeGroup on; item r's stream is r * kTileStep tiles on.
-  __device__ __forceinline__ void issue(int group, int chunks, int total) const {
-    if constexpr (kWgNoWeightCopies) return;
-    const int stage = group % kPipeStages;
-    int c = group * kPipeGroup;
-    int n = min(kPipeGroup, total - c);
-    const std::uint32_t bar = bars + 8 * stage;
-    detail::mbar_expect_tx(bar, n * kUnitBytes);
-    std::uint32_t dst = stages + static_cast<std::uint32_t>(stage * kPipeGroup * kUnitBytes);
-    int item = c / chunks;
-    int ci = c - item * chunks;
-    while (n > 0) {
-      const int m = min(n, chunks - ci);
-      const std::uint8_t* src = first + (static_cast<std::int64_t>(item) * kTileStep * chunks + ci) * kUnitBytes;
-      detail::bulk_copy(dst, src, m * kUnitBytes, bar);
-      dst += static_cast<std::uint32_t>(m * kUnitBytes);
-      n -= m;
-      ++item;
-      ci = 0;
-    }
-  }
-  // The chunk at s8 = gc % kPipeRound, in a round of parity `phase` (each stage is used once a round).
-  __device__ __forceinline__ Fragment get(int, int s8, std::uint32_t phase, int lane) const {
-    const int stage = s8 / kPipeGroup;
-    if (s8 % kPipeGroup == 0 && !kWgNoWeightCopies) detail::mbar_wait(bars + 8 * stage, phase);
-    return load_unit_fragment(stages + static_cast<std::uint32_t>(s8 * kUnitBytes), lane);
-  }
-  __device__ __forceinline__ void release(int gc, int s8, int chunks, int total, int lane) const {
-    if (s8 % kPipeGroup == kPipeGroup - 1 || gc == total - 1) {
-      __syncwarp();
-      const int next = static_cast<int>(static_cast<unsigned>(gc) / kPipeGroup) + kPipeStages;
-      if (lane == 0 && next * kPipeGroup < total) issue(next, chunks, total);
-    }
-  }
-  __device__ __forceinline__ void inval(int s, int total) const {
-    if (total > 0) detail::mbar_inval(bars + 8 * s);
+// v2: a warp's weight unit of chunk gc lies in the chunk's ring stage s, after the routed rows, in
+// the order of the block's warps; the ring's barriers cover it.
+template <class Ring>
+struct WgRingWeights {
+  std::uint32_t unit0;  // this warp's unit in stage 0
+  __device__ __forceinline__ WgRingWeights(std::uint32_t b_base, int warp)
+      : unit0(b_base + static_cast<std::uint32_t>(Ring::kRowBytes + warp * kUnitBytes)) {}
+  __device__ __forceinline__ Fragment get(int s, int lane) const {
+    return load_unit_fragment(unit0 + static_cast<std::uint32_t>(s * Ring::kStageBytes), lane);
   }
 };
 
-// v1: byte gathers one chunk ahead in registers.
+// v1: a warp's weights by byte gathers one chunk ahead in registers: the chunks of `items` row
+// blocks one after the other (global chunk gc = item * chunks + c), item r's tile kTileStep tiles
+// after item r-1's.
 template <int kTileStep>
-struct WgWeights<false, kTileStep> {
+struct WgV1Weights {
   const std::uint8_t* matrix;
   V1WeightStream stream;
   Fragment ahead;
@@ -163,8 +98,7 @@ struct WgWeights<false, kTileStep> {
   int c;  // chunk of `ahead` within its item
   int lane;
 
-  __device__ __forceinline__ WgWeights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_,
-                                       const PipeLayout&, int)
+  __device__ __forceinline__ WgV1Weights(const std::uint8_t* matrix_, int tile_, int chunks_, int total_, int lane_)
       : matrix(matrix_),
         stream(matrix_, tile_, chunks_, lane_),
         tile(tile_),
@@ -174,7 +108,7 @@ struct WgWeights<false, kTileStep> {
         lane(lane_) {
     if (total > 0) ahead = stream.next();
   }
-  __device__ __forceinline__ Fragment get(int gc, int, std::uint32_t, int) {
+  __device__ __forceinline__ Fragment get(int gc) {
     const Fragment f = ahead;
     if (++c == chunks) {
       c = 0;
@@ -184,20 +118,33 @@ struct WgWeights<false, kTileStep> {
     if (gc + 1 < total) ahead = stream.next();
     return f;
   }
-  __device__ __forceinline__ void release(int, int, int, int, int) const {}
-  __device__ __forceinline__ void inval(int, int) const {}
 };
+
+// A warp's weights: v2 from the ring's stages, v1 gathered from the matrix (an idle warpgroup's
+// none), its tiles from tile0 on.
+template <bool kV2, int kWarpgroups, class Ring>
+__device__ __forceinline__ auto wg_weights(const GemmArgs& args, int expert, bool partner, bool group_active, int tile0,
+                                           int chunks, int total, std::uint32_t b_base, int warp, int lane) {
+  if constexpr (kV2) {
+    return WgRingWeights<Ring>(b_base, warp);
+  } else {
+    const std::uint8_t* matrix =
+        (partner ? args.partner_weights : args.weights) +
+        static_cast<std::int64_t>(kWgProbe & 2 ? 0 : expert) * args.out_rows * chunks * kChunkBytes;
+    return WgV1Weights<4 * kWarpgroups>(matrix, group_active ? tile0 : 0, chunks, group_active ? total : 0, lane);
+  }
+}
 
 // The ring's barriers (thread 0) and the routed rows' scales, before anyone uses them. Per routed
 // row: xs * ts * 2^14 (the decoded weights carry 2^-14, nvfp4_decode.cuh). Scaling by 2^14 is
 // exact, so scale * acc rounds to the same bits as (xs * ts) * (acc * 2^14) does.
-template <int kWarpgroups, int kN, bool kPair>
+template <int kWarpgroups, int kN, bool kPair, int kStages>
 __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, std::uint32_t full_bars,
                                                         std::uint32_t empty_bars, bool producer, float* xs_s,
                                                         float* xs_partner, int expert, int row_begin, int block_rows) {
   if (producer) {
 #pragma unroll
-    for (int i = 0; i < WgRing<kN>::kStages; ++i) {
+    for (int i = 0; i < kStages; ++i) {
       detail::mbar_init(full_bars + 8 * i, 1);
       detail::mbar_init(empty_bars + 8 * i, 4 * kWarpgroups);
     }
@@ -219,10 +166,10 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
 // desc_base + s * 1280 + 2 * kk (the address field counts 16 bytes), the high word a constant.
 // Once kWgPending steps are in flight, every wgmma of the previous chunk is complete: lane 0
 // releases its stage (previous_empty).
-template <bool kV2, int kN>
+template <bool kV2, int kN, int kStageBytes>
 __device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment& f, std::uint32_t desc_base, int s,
                                             bool release_previous, std::uint32_t previous_empty, int lane) {
-  const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (WgRing<kN>::kStageBytes >> 4));
+  const std::uint32_t desc = desc_base + static_cast<std::uint32_t>(s * (kStageBytes >> 4));
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     std::uint32_t a[4];
@@ -244,21 +191,19 @@ __device__ __forceinline__ void wgmma_chunk(float (&acc)[kN / 2], const Fragment
 // The last row block's outputs: staged in shared memory as [routed row][out row] over the ring
 // (the pad per row makes the fragment writes hit distinct banks), whose barriers are retired first,
 // then 16-byte stores, each warp a whole 1 KB row.
-template <bool kV2, int kWarpgroups, int kN, bool kPair>
-__device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
-                                                     const WgWeights<kV2, 4 * kWarpgroups>& weights,
-                                                     const float (&acc)[kN / 2], std::uint8_t* smem, const float* xs_s,
-                                                     const float* xs_partner, bool partner, std::uint32_t full_bars,
-                                                     int weight_chunks, int row_block0, int tile0, int items,
-                                                     int row_begin, int block_rows, int warp, int lane, int g, int t) {
+template <int kWarpgroups, int kN, bool kPair, class Ring>
+__device__ __forceinline__ void store_last_row_block(const GemmArgs& args, const float (&acc)[kN / 2],
+                                                     std::uint8_t* smem, const float* xs_s, const float* xs_partner,
+                                                     bool partner, std::uint32_t full_bars, int row_block0, int tile0,
+                                                     int items, int row_begin, int block_rows, int warp, int lane,
+                                                     int g, int t) {
   constexpr int kRows = 64 * kWarpgroups;
   constexpr int kStride = kRows + 4;
-  __syncthreads();  // every warp is done with the ring, the weight stages and their barriers
-  if (threadIdx.x < WgRing<kN>::kStages) {
+  __syncthreads();  // every warp is done with the ring and its barriers
+  if (threadIdx.x < Ring::kStages) {
     detail::mbar_inval(full_bars + 8 * threadIdx.x);
     detail::mbar_inval(full_bars + 8 * (kWgMaxStages + threadIdx.x));  // empty follows full
   }
-  if (kV2 && lane < kPipeStages) weights.inval(lane, weight_chunks);
   __syncthreads();  // the barriers are retired before their memory takes outputs
   const int row_block = row_block0 + items - 1;
   const int tile = tile0 + (items - 1) * 4 * kWarpgroups;
@@ -303,7 +248,7 @@ __device__ __forceinline__ void store_last_row_block(const GemmArgs& args,
 
 // One block: `items` consecutive row blocks of one expert and one token block. The routed rows are
 // the same for every row block, so the ring keeps cycling through their chunks, and both the ring
-// and the weight pipes run on into the next row block while the current one is finished: its
+// and the v1 weight gathers run on into the next row block while the current one is finished: its
 // outputs go straight from registers to y, except the last row block's, which are staged in shared
 // memory (free by then) and written with coalesced 16-byte stores.
 // A pair block (plan_gate_up) is the partial last row block of this GEMM and of the partner: the
@@ -321,6 +266,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMap
                                             const BlockWork& work) {
   static_assert(kN <= kWgmmaMaxTokens && 2 * kWgmmaMaxTokens * 4 <= kWgXsBytes, "the scales fit their shared memory");
   using Storage = WgSharedStorage<kV2, kWarpgroups>;
+  using Ring = WgRingOf<kV2, kWarpgroups, kN>;
   constexpr int kRows = 64 * kWarpgroups;
   Storage& shared = *reinterpret_cast<Storage*>(smem);
   const int expert = work.expert;
@@ -340,9 +286,6 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMap
   const bool partner = kPair && warp >= 4 * partial_groups;
   const int tile0 = row_block0 * 4 * kWarpgroups + warp - (partner ? 4 * partial_groups : 0);
   const bool group_active = (tile0 & ~3) < args.out_rows / 16;
-  const std::uint8_t* matrix =
-      (partner ? args.partner_weights : args.weights) +
-      static_cast<std::int64_t>(kWgProbe & 2 ? 0 : expert) * args.out_rows * chunks * kChunkBytes;
 
   // Shared-window addresses of the storage's members, as offsets from the ring's: one address
   // conversion, and the barrier addresses stay immediates from it.
@@ -352,48 +295,51 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMap
   auto from_ring = [&](std::size_t member_offset) {
     return b_base + static_cast<std::uint32_t>(member_offset - offsetof(Storage, ring));
   };
-  std::uint32_t pipe_base = 0;
-  if constexpr (kV2) pipe_base = from_ring(offsetof(Storage, pipes));
-  const int weight_chunks = group_active ? total : 0;  // an idle warpgroup's pipe has none
-  WgWeights<kV2, 4 * kWarpgroups> weights(matrix, group_active ? tile0 : 0, chunks, weight_chunks, lane,
-                                          PipeLayout{pipe_base, 4 * kWarpgroups}, warp);
+  auto weights =
+      wg_weights<kV2, kWarpgroups, Ring>(args, expert, partner, group_active, tile0, chunks, total, b_base, warp, lane);
   float acc[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) acc[i] = 0.0f;
 
-  // The routed-row ring (refill_ring): its barriers, the copies of one chunk, the first chunks.
+  // The ring (refill_ring): its barriers, the copies of one chunk, the first chunks.
   const std::uint32_t full_bars = from_ring(offsetof(Storage, full));
   const std::uint32_t empty_bars = from_ring(offsetof(Storage, empty));
   const bool producer = threadIdx.x == 0;
-  prepare_ring_and_scales<kWarpgroups, kN, kPair>(args, full_bars, empty_bars, producer, xs_s, xs_partner, expert,
-                                                  row_begin, block_rows);
+  prepare_ring_and_scales<kWarpgroups, kN, kPair, Ring::kStages>(args, full_bars, empty_bars, producer, xs_s,
+                                                                 xs_partner, expert, row_begin, block_rows);
   WgTimeline::ready(args.weights, block_rows, items, chunks);
   const std::uint64_t map = reinterpret_cast<std::uint64_t>(&x16_maps.n[kN / 16 - 1]);
-  const WgRingCopies<kN> copies{full_bars, b_base, map, kWgProbe & 1 ? 0 : row_begin};
-  int load_c = start_ring<kN>(copies, producer, chunks, total);  // the routed-row chunk loaded next
+  const WgRingCopies<Ring> copies{full_bars, b_base,
+                                  map,       kWgProbe & 1 ? 0 : row_begin,
+                                  &x16_maps, (args.out_rows % kRows) / 16,
+                                  kPair,     args.out_rows / kRows - 1};
+  // The weights' tile coordinate of the block's first row block (v2).
+  const int weight_tile0 = (kWgProbe & 2 ? 0 : expert) * (args.out_rows / 16) + row_block0 * 4 * kWarpgroups;
+  WgRingCursor<Ring> next = start_ring<Ring>(copies, producer, chunks, total, row_block0, weight_tile0);
   const std::uint32_t desc_base = detail::smem_desc_sw128_lo_of(b_base);
   WgTimeline::Waits waits;  // thread 0's waits in the loop, where the probe is built in
   int gc = 0;
   for (int item = 0; item < items; ++item) {
     for (int c = 0; c < chunks; ++c, ++gc) {
-      const int s = RingOrder<WgRing<kN>::kStages>::stage(gc);
-      const std::uint32_t parity = RingOrder<WgRing<kN>::kStages>::phase(gc);
-      const int s8 = static_cast<int>(static_cast<unsigned>(gc) % kPipeRound);
-      const std::uint32_t parity8 = RingOrder<kPipeRound>::phase(gc);
+      const int s = RingOrder<Ring::kStages>::stage(gc);
+      const std::uint32_t parity = RingOrder<Ring::kStages>::phase(gc);
       const int turn = static_cast<int>(static_cast<unsigned>(gc) % (4 * kWarpgroups));  // who loads the next
-      if (warp == turn && gc + WgRing<kN>::kAhead < total)
-        waits.timed(waits.empty, [&] { refill_ring<kN>(copies, gc, s, parity, load_c, empty_bars, lane); });
-      if (++load_c == chunks) load_c = 0;
+      if (warp == turn && gc + Ring::kAhead < total)
+        waits.timed(waits.empty, [&] { refill_ring<Ring>(copies, gc, s, parity, next, empty_bars, lane); });
+      next.advance(chunks);
       if constexpr (!kWgNoRingCopies) waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;
-      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? WgRing<kN>::kStages - 1 : s - 1);
+      const std::uint32_t previous_empty = empty_bars + 8 * (s == 0 ? Ring::kStages - 1 : s - 1);
       if (group_active) {
         Fragment f;
-        waits.timed(waits.pipe, [&] { f = weights.get(gc, s8, parity8, lane); });
-        wgmma_chunk<kV2, kN>(acc, f, desc_base, s, release_previous, previous_empty, lane);
-        weights.release(gc, s8, chunks, total, lane);
+        if constexpr (kV2) {
+          waits.timed(waits.pipe, [&] { f = weights.get(s, lane); });
+        } else {
+          waits.timed(waits.pipe, [&] { f = weights.get(gc); });
+        }
+        wgmma_chunk<kV2, kN, Ring::kStageBytes>(acc, f, desc_base, s, release_previous, previous_empty, lane);
       } else if (release_previous && lane == 0) {
         detail::mbar_arrive(previous_empty);
       }
@@ -409,9 +355,8 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMap
   detail::wgmma_wait<0>();
   WgTimeline::loop_end(args.weights, waits);
 
-  store_last_row_block<kV2, kWarpgroups, kN, kPair>(args, weights, acc, smem, xs_s, xs_partner, partner, full_bars,
-                                                    weight_chunks, row_block0, tile0, items, row_begin, block_rows,
-                                                    warp, lane, g, t);
+  store_last_row_block<kWarpgroups, kN, kPair, Ring>(args, acc, smem, xs_s, xs_partner, partner, full_bars, row_block0,
+                                                     tile0, items, row_begin, block_rows, warp, lane, g, t);
 }
 
 // The block's variant: N is its routed rows rounded up to 16.
@@ -448,8 +393,40 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   WgTimeline::finish(args.weights);
 }
 
+// A tensor map through the driver's cuTensorMapEncodeTiled (found once: the project does not link
+// libcuda itself), every element stride 1, no interleave, L2 promotion of 256 bytes, zeros past
+// the tensor; `what` names it in the error.
+CUtensorMap encode_map(CUtensorMapDataType type, cuuint32_t rank, const void* base, const cuuint64_t* dims,
+                       const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+                       const std::string& what) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
+  CUtensorMap map{};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult status = encode(&map, type, rank, const_cast<void*>(base), dims, strides, box, element_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS) cuda::check(status, ("grouped_gemm: cuTensorMapEncodeTiled for " + what).c_str());
+  return map;
+}
+
+// A bank of weight matrices, layout v2 (`experts` x `rows` / 16 tiles of 16 rows, each `cols` / 64
+// units of 576 bytes), as a tensor of [tiles][chunks][72 words of 8 bytes] for the ring's copies:
+// boxes of one chunk of `box_tiles` consecutive tiles, in the order of the block's warps.
+CUtensorMap weights_map(const std::uint8_t* bytes, int experts, int rows, int cols, int box_tiles) {
+  const auto chunks = static_cast<cuuint64_t>(cols / kChunkElems);
+  const cuuint64_t dims[3] = {kUnitBytes / 8, chunks, static_cast<cuuint64_t>(experts) * (rows / 16)};
+  const cuuint64_t strides[2] = {kUnitBytes, chunks * kUnitBytes};
+  const cuuint32_t box[3] = {kUnitBytes / 8, 1, static_cast<cuuint32_t>(box_tiles)};
+  return encode_map(CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, bytes, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                    std::to_string(experts) + " experts' " + std::to_string(rows) + " x " + std::to_string(cols) +
+                        " weights");
+}
+
 template <bool kV2, int kTile>
-void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t stream) {
+void launch_tile(const GemmArgs& args, std::int64_t rows, int experts, int grid, cudaStream_t stream) {
   constexpr TileSpec spec = kTiles[kTile];
   static_assert(spec.wgmma);
 #ifdef TPGRAPH_NO_WGMMA
@@ -462,16 +439,24 @@ void launch_tile(const GemmArgs& args, std::int64_t rows, int grid, cudaStream_t
   WgRowMaps maps;
   for (int i = 0; i < kWgmmaMaxTokens / 16; ++i)
     maps.n[i] = routed_rows_map(args.x16_bits, rows, args.in_cols, 16 * (i + 1));
+  if constexpr (kV2) {  // the weights' maps: a row block's tiles, a partial one's, its partner's
+    constexpr int kTiles = 4 * spec.warpgroups;
+    const int partial = args.out_rows % (16 * kTiles) / 16;
+    maps.weights = weights_map(args.weights, experts, args.out_rows, args.in_cols, kTiles);
+    if (partial > 0) maps.partial = weights_map(args.weights, experts, args.out_rows, args.in_cols, partial);
+    if (partial > 0 && args.partner_weights != nullptr)
+      maps.partner = weights_map(args.partner_weights, experts, args.out_rows, args.in_cols, kTiles - partial);
+  }
   timeline_at_exit();
   detail::launch("grouped_gemm", kernel, static_cast<unsigned int>(grid), 128 * spec.warpgroups, smem, stream, args,
                  maps);
 }
 
 template <bool kV2>
-void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, cudaStream_t stream) {
+void launch_layout(const GemmArgs& args, std::int64_t rows, int experts, int tile, int grid, cudaStream_t stream) {
   switch (tile) {
-    case 3: return launch_tile<kV2, 3>(args, rows, grid, stream);
-    case 4: return launch_tile<kV2, 4>(args, rows, grid, stream);
+    case 3: return launch_tile<kV2, 3>(args, rows, experts, grid, stream);
+    case 4: return launch_tile<kV2, 4>(args, rows, experts, grid, stream);
     default: throw std::invalid_argument("grouped_gemm: tile " + std::to_string(tile) + " is not a wgmma tile");
   }
 }
@@ -479,36 +464,22 @@ void launch_layout(const GemmArgs& args, std::int64_t rows, int tile, int grid, 
 }  // namespace
 
 CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int cols, int box_rows) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  // The driver's entry point, found once (the project does not link libcuda itself).
-  static const Encode encode = cuda::driver_function<Encode>("cuTensorMapEncodeTiled");
-  CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
   const cuuint32_t box[2] = {kChunkElems, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult status =
-      encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<std::uint16_t*>(x16), dims, strides, box,
-             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (status != CUDA_SUCCESS) {
-    const std::string what = "grouped_gemm: cuTensorMapEncodeTiled for " + std::to_string(rows) + " x " +
-                             std::to_string(cols) + " routed rows";
-    cuda::check(status, what.c_str());
-  }
-  return map;
+  return encode_map(CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, x16, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                    std::to_string(rows) + " x " + std::to_string(cols) + " routed rows");
 }
 
-void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int grid, Stream stream) {
+void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int experts, int grid,
+                  Stream stream) {
 #ifdef TPGRAPH_WGMMA_WS
   launch_wgmma_ws(args, v2, tile, routed_rows, grid, stream);  // the warp-specialised variant
 #else
   if (v2) {
-    launch_layout<true>(args, routed_rows, tile, grid, stream);
+    launch_layout<true>(args, routed_rows, experts, tile, grid, stream);
   } else {
-    launch_layout<false>(args, routed_rows, tile, grid, stream);
+    launch_layout<false>(args, routed_rows, experts, tile, grid, stream);
   }
 #endif
 }

@@ -15,14 +15,19 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
     throw std::invalid_argument("grouped_gemm: weights " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                                 "; rows must be a multiple of 16 and cols of 64");
   }
+  if (w.experts <= 0) {
+    throw std::invalid_argument("grouped_gemm: a bank of " + std::to_string(w.experts) +
+                                " experts; it needs at least one");
+  }
   if (plan.grid <= 0) return;  // no routed rows: nothing to write
   if (plan.tile < 0 || plan.tile >= gemm_tile_count()) {
     throw std::invalid_argument("grouped_gemm: tile " + std::to_string(plan.tile) + " out of range");
   }
   if (plan.paired && (partner == nullptr || partner_y == nullptr || partner->rows != w.rows ||
-                      partner->cols != w.cols || partner->layout != w.layout)) {
-    throw std::invalid_argument("grouped_gemm: a paired plan needs a partner GEMM of the same shape and layout (" +
-                                std::to_string(w.rows) + " x " + std::to_string(w.cols) + ")");
+                      partner->cols != w.cols || partner->layout != w.layout || partner->experts != w.experts)) {
+    throw std::invalid_argument(
+        "grouped_gemm: a paired plan needs a partner GEMM of the same experts, shape and layout (" +
+        std::to_string(w.rows) + " x " + std::to_string(w.cols) + ")");
   }
   const bool paired = plan.paired;
   const gemm::GemmArgs args{x16,
@@ -39,7 +44,7 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
                             paired ? partner_y : nullptr};
   const bool v2 = w.layout == Layout::v2;
   if (gemm::kTiles[static_cast<std::size_t>(plan.tile)].wgmma) {
-    gemm::launch_wgmma(args, v2, plan.tile, routing.n_rows, plan.grid, stream);
+    gemm::launch_wgmma(args, v2, plan.tile, routing.n_rows, w.experts, plan.grid, stream);
   } else {
     gemm::launch_mma(args, v2, plan.tile, plan.grid, stream);
   }

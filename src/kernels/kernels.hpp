@@ -25,6 +25,7 @@ struct ExpertBank {
   int rows = 0;                         // output features
   int cols = 0;                         // input features (K)
   Layout layout = Layout::v2;
+  int experts = 0;  // matrices in `bytes`
 };
 
 // The routing on the device (copies of core Routing's arrays).

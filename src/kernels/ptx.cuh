@@ -221,6 +221,15 @@ __device__ __forceinline__ void tensor_copy_2d(std::uint32_t dst, std::uint64_t 
       : "memory");
 }
 
+__device__ __forceinline__ void tensor_copy_3d(std::uint32_t dst, std::uint64_t map, int x, int y, int z,
+                                               std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::
+          "r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+
 // ---- tensor cores --------------------------------------------------------------------------------
 
 // mma.sync m16n8k16 (sm_80+), f32 += f16 x f16, accumulating in place.

@@ -22,8 +22,9 @@
 
 namespace tpgraph::kernels::gemm {
 
-// Thread 0's cycles in the loop's waits: the ring's full barrier, the weight pipe's (with the
-// fragment's shared loads), and the ring's empty barrier on its turn to refill. Without the probe
+// Thread 0's cycles in the loop's waits: the ring's full barrier, its weights (v2: the fragment's
+// shared loads from the stage; v1: the gathers), and its turn to refill (the ring's empty barrier and
+// the copies). Without the probe
 // `timed` only runs its function and the counters go unused.
 struct WgWaits {
   std::uint32_t full = 0, pipe = 0, empty = 0;
