@@ -163,7 +163,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
 
 // A warp's k16 steps of one chunk: the weights f, decoded step by step into the A fragment, against
 // the routed rows in stage s. The ring's descriptors by their low word: stage s, k16 step kk at
-// desc_base + s * 1280 + 2 * kk (the address field counts 16 bytes), the high word a constant.
+// desc_base + s * kStageBytes / 16 + 2 * kk (the address field counts 16 bytes), the high word a constant.
 // Once kWgPending steps are in flight, every wgmma of the previous chunk is complete: lane 0
 // releases its stage (previous_empty).
 template <bool kV2, int kN, int kStageBytes>
