@@ -327,7 +327,7 @@ __device__ __forceinline__ void wgmma_block(const GemmArgs& args, const WgRowMap
       if (warp == turn && gc + Ring::kAhead < total)
         waits.timed(waits.empty, [&] { refill_ring<Ring>(copies, gc, s, parity, next, empty_bars, lane); });
       next.advance(chunks);
-      if constexpr (!kWgNoRingCopies) waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
+      if constexpr (!kWgNoRingWaits) waits.timed(waits.full, [&] { detail::mbar_wait(full_bars + 8 * s, parity); });
       // The previous chunk's stage is free once this chunk's first wgmmas are in flight (an idle
       // warpgroup read nothing and says so at once).
       const bool release_previous = gc > 0;

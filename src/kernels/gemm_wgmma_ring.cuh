@@ -44,14 +44,18 @@ struct WgRing {
 // stores without their device-memory writes); 32, no copies and no waits for them: the ring is never
 // filled, every warp computes on whatever its shared memory holds (the loop's own instructions and
 // the tensor cores alone); 64, the same (in v1 its weights still come); 128, no weight copies (in v2
-// the stages' routed rows still come). Timed beside the kernel as it
-// is, each says how much of its time the traffic or the work it removes costs.
+// the stages' routed rows still come); 256, the ring filled once, its stages waited for before the
+// loop, then no copies and no waits (bit 32's loop on real data, where bit 32 computes on whatever
+// shared memory held). Timed beside the kernel as it is, each says how much of its time the
+// traffic or the work it removes costs.
 #ifndef TPGRAPH_WG_PROBE
 #define TPGRAPH_WG_PROBE 0
 #endif
 constexpr int kWgProbe = TPGRAPH_WG_PROBE;
 constexpr bool kWgNoRingCopies = (kWgProbe & (32 | 64)) != 0;
 constexpr bool kWgNoWeightCopies = (kWgProbe & (32 | 128)) != 0;
+constexpr bool kWgRingOnce = (kWgProbe & 256) != 0;
+constexpr bool kWgNoRingWaits = kWgNoRingCopies || kWgRingOnce;  // the loop skips the full waits
 
 // The tensors the ring's copies read (one kernel parameter, made by the launch): the routed rows
 // through a map per block size, n[i] with boxes of 16 (i + 1) rows x 64 columns, so a chunk of a
@@ -139,6 +143,7 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<Ring>& copies, in
   constexpr int kBack = kStages - kAhead;
   const bool same_round = s >= kBack;
   const int refill = same_round ? s - kBack : s + kAhead;
+  if constexpr (kWgRingOnce) return;
   if (gc + kAhead >= kStages && !kWgNoRingCopies) {
     // The stage's previous use must have been drained.
     detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
@@ -151,7 +156,17 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<Ring>& copies, in
 template <class Ring>
 __device__ __forceinline__ WgRingCursor<Ring> start_ring(const WgRingCopies<Ring>& copies, bool producer, int chunks,
                                                          int total, int row_block0, int tile0) {
-  if (producer) {
+  if constexpr (kWgRingOnce) {  // the probe: every stage once, waited for here
+    if (producer) {
+      WgRingCursor<Ring> load{0, row_block0, tile0};
+      for (int s = 0; s < Ring::kStages && s < total; ++s) {
+        copies.one(s, load.c, load.row_block, load.tile);
+        load.advance(chunks);
+      }
+    }
+    for (int s = 0; s < Ring::kStages && s < total; ++s) detail::mbar_wait(copies.full_bars + 8 * s, 0);
+  }
+  if (producer && !kWgRingOnce) {
     WgRingCursor<Ring> load{0, row_block0, tile0};
     for (int s = 0; s < Ring::kAhead && s < total; ++s) {
       copies.one(s, load.c, load.row_block, load.tile);
