@@ -1,12 +1,15 @@
 // The grouped GEMM's work list (plan_grouped_gemm, host code): every (expert, row block, routed
-// row) is computed by exactly one block, whatever the tile, and the blocks' fields stay in range.
+// row) is computed by exactly one block, whatever the tile, and the blocks' fields stay in range;
+// and the launcher's argument checks, which run before any device call.
 #include "catch.hpp"
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "core/numerics/router.hpp"
 #include "kernels/gemm_plan.hpp"
+#include "kernels/kernels.hpp"
 
 using namespace tpgraph;
 
@@ -173,4 +176,23 @@ TEST_CASE("gate's plan takes up's partial row blocks where the wgmma tile leaves
   CHECK_FALSE(kernels::gemm_tile(mma.first.tile).wgmma);
   CHECK_FALSE(mma.first.paired);
   CHECK(mma.first.items == mma.second.items);
+}
+
+// grouped_gemm's launcher checks its arguments before it touches the device: a bank whose expert
+// count is not known cannot bound the wgmma kernel's weight copies, and a pair needs a partner
+// bank of the same experts.
+TEST_CASE("grouped_gemm refuses a bank without experts and a partner of another count") {
+  kernels::ExpertBank bank;
+  bank.rows = 640;
+  bank.cols = 4096;
+  const kernels::DeviceRouting routing{};
+  kernels::DeviceGemmPlan plan{nullptr, 1, 4, false};
+  float y = 0.0f;
+  REQUIRE_THROWS_AS(kernels::grouped_gemm(nullptr, nullptr, bank, routing, plan, &y, nullptr), std::invalid_argument);
+  bank.experts = 2;
+  kernels::ExpertBank partner = bank;
+  partner.experts = 3;
+  plan.paired = true;
+  REQUIRE_THROWS_AS(kernels::grouped_gemm(nullptr, nullptr, bank, routing, plan, &y, nullptr, &partner, &y),
+                    std::invalid_argument);
 }
