@@ -395,10 +395,10 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
 // A tensor map through the driver's cuTensorMapEncodeTiled (found once: the project does not link
 // libcuda itself), every element stride 1, no interleave, L2 promotion of 256 bytes, zeros past
-// the tensor; `what` names it in the error.
+// the tensor; what() names it in the error (called only then: a launch encodes 13 maps).
+template <class What>
 CUtensorMap encode_map(CUtensorMapDataType type, cuuint32_t rank, const void* base, const cuuint64_t* dims,
-                       const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
-                       const std::string& what) {
+                       const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle, What&& what) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -408,7 +408,7 @@ CUtensorMap encode_map(CUtensorMapDataType type, cuuint32_t rank, const void* ba
   const CUresult status = encode(&map, type, rank, const_cast<void*>(base), dims, strides, box, element_strides,
                                  CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (status != CUDA_SUCCESS) cuda::check(status, ("grouped_gemm: cuTensorMapEncodeTiled for " + what).c_str());
+  if (status != CUDA_SUCCESS) cuda::check(status, ("grouped_gemm: cuTensorMapEncodeTiled for " + what()).c_str());
   return map;
 }
 
@@ -420,9 +420,9 @@ CUtensorMap weights_map(const std::uint8_t* bytes, int experts, int rows, int co
   const cuuint64_t dims[3] = {kUnitBytes / 8, chunks, static_cast<cuuint64_t>(experts) * (rows / 16)};
   const cuuint64_t strides[2] = {kUnitBytes, chunks * kUnitBytes};
   const cuuint32_t box[3] = {kUnitBytes / 8, 1, static_cast<cuuint32_t>(box_tiles)};
-  return encode_map(CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, bytes, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                    std::to_string(experts) + " experts' " + std::to_string(rows) + " x " + std::to_string(cols) +
-                        " weights");
+  return encode_map(CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, bytes, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE, [&] {
+    return std::to_string(experts) + " experts' " + std::to_string(rows) + " x " + std::to_string(cols) + " weights";
+  });
 }
 
 template <bool kV2, int kTile>
@@ -468,7 +468,7 @@ CUtensorMap routed_rows_map(const std::uint16_t* x16, std::int64_t rows, int col
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * sizeof(std::uint16_t)};
   const cuuint32_t box[2] = {kChunkElems, static_cast<cuuint32_t>(box_rows)};
   return encode_map(CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, x16, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
-                    std::to_string(rows) + " x " + std::to_string(cols) + " routed rows");
+                    [&] { return std::to_string(rows) + " x " + std::to_string(cols) + " routed rows"; });
 }
 
 void launch_wgmma(const GemmArgs& args, bool v2, int tile, std::int64_t routed_rows, int experts, int grid,

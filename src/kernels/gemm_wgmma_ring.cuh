@@ -84,24 +84,21 @@ struct WgRingCopies {
   int last_whole;  // the last row block whose tiles are all there
   __device__ __forceinline__ void one(int stage, int c, int row_block, int tile) const {
     if constexpr (kWgNoRingCopies) return;
+    constexpr bool kWeights = Ring::kTiles > 0 && !kWgNoWeightCopies;
     const std::uint32_t bar = full_bars + 8 * static_cast<std::uint32_t>(stage);
-    if constexpr (Ring::kTiles > 0 && !kWgNoWeightCopies) {
-      const bool whole = row_block <= last_whole;
-      const int own = whole ? Ring::kTiles : partial_tiles;
-      const int copied = whole || !pair ? own : Ring::kTiles;
-      detail::mbar_expect_tx(bar, Ring::kRowBytes + copied * kUnitBytes);
-      const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * Ring::kStageBytes);
-      detail::tensor_copy_2d(dst, map, c * kChunkElems, first_row, bar);
+    const bool whole = row_block <= last_whole;
+    const int own = whole ? Ring::kTiles : partial_tiles;
+    const int copied = whole || !pair ? own : Ring::kTiles;
+    detail::mbar_expect_tx(bar, Ring::kRowBytes + (kWeights ? copied * kUnitBytes : 0));
+    const std::uint32_t dst = b_base + static_cast<std::uint32_t>(stage * Ring::kStageBytes);
+    detail::tensor_copy_2d(dst, map, c * kChunkElems, first_row, bar);
+    if constexpr (kWeights) {
       const std::uint32_t units = dst + static_cast<std::uint32_t>(Ring::kRowBytes);
       detail::tensor_copy_3d(units, reinterpret_cast<std::uint64_t>(whole ? &maps->weights : &maps->partial), 0, c,
                              tile, bar);
       if (!whole && pair)
         detail::tensor_copy_3d(units + static_cast<std::uint32_t>(own * kUnitBytes),
                                reinterpret_cast<std::uint64_t>(&maps->partner), 0, c, tile, bar);
-    } else {
-      detail::mbar_expect_tx(bar, Ring::kRowBytes);
-      detail::tensor_copy_2d(b_base + static_cast<std::uint32_t>(stage * Ring::kStageBytes), map, c * kChunkElems,
-                             first_row, bar);
     }
   }
 };
@@ -141,9 +138,9 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<Ring>& copies, in
   constexpr int kStages = Ring::kStages;
   constexpr int kAhead = Ring::kAhead;
   constexpr int kBack = kStages - kAhead;
+  if constexpr (kWgRingOnce) return;
   const bool same_round = s >= kBack;
   const int refill = same_round ? s - kBack : s + kAhead;
-  if constexpr (kWgRingOnce) return;
   if (gc + kAhead >= kStages && !kWgNoRingCopies) {
     // The stage's previous use must have been drained.
     detail::mbar_wait(empty_bars + 8 * refill, same_round ? parity : parity ^ 1u);
@@ -156,22 +153,16 @@ __device__ __forceinline__ void refill_ring(const WgRingCopies<Ring>& copies, in
 template <class Ring>
 __device__ __forceinline__ WgRingCursor<Ring> start_ring(const WgRingCopies<Ring>& copies, bool producer, int chunks,
                                                          int total, int row_block0, int tile0) {
-  if constexpr (kWgRingOnce) {  // the probe: every stage once, waited for here
-    if (producer) {
-      WgRingCursor<Ring> load{0, row_block0, tile0};
-      for (int s = 0; s < Ring::kStages && s < total; ++s) {
-        copies.one(s, load.c, load.row_block, load.tile);
-        load.advance(chunks);
-      }
-    }
-    for (int s = 0; s < Ring::kStages && s < total; ++s) detail::mbar_wait(copies.full_bars + 8 * s, 0);
-  }
-  if (producer && !kWgRingOnce) {
+  constexpr int kFirst = kWgRingOnce ? Ring::kStages : Ring::kAhead;  // the probe fills every stage once
+  if (producer) {
     WgRingCursor<Ring> load{0, row_block0, tile0};
-    for (int s = 0; s < Ring::kAhead && s < total; ++s) {
+    for (int s = 0; s < kFirst && s < total; ++s) {
       copies.one(s, load.c, load.row_block, load.tile);
       load.advance(chunks);
     }
+  }
+  if constexpr (kWgRingOnce) {  // and waits for them here
+    for (int s = 0; s < kFirst && s < total; ++s) detail::mbar_wait(copies.full_bars + 8 * s, 0);
   }
   constexpr int kAhead = Ring::kAhead;
   return {kAhead % chunks, row_block0 + kAhead / chunks, tile0 + kAhead / chunks * Ring::kTiles};
