@@ -127,6 +127,14 @@ MmaLimit measure_mma_peak(int device, int reps) {
       }
     }
   }
+  // The clock the best shape ran at: block 0's SM cycles over global-timer nanoseconds, one launch
+  // after the sweep (a limit read at a clock the GEMMs never reach would flatter them).
+  const DeviceBuffer<std::uint64_t> clocks(device, 2);
+  kernels::mma_peak(limit.best.shape, limit.iterations, sink.get(), stream.get(), clocks.get());
+  std::uint64_t host[2] = {0, 0};
+  TPG_CUDA(cudaMemcpyAsync(host, clocks.get(), sizeof(host), cudaMemcpyDeviceToHost, stream.get()));
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  if (host[1] > 0) limit.sm_ghz = static_cast<double>(host[0]) / static_cast<double>(host[1]);
   return limit;
 }
 

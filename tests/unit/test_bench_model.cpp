@@ -251,6 +251,10 @@ TEST_CASE("bench's header lists each measured limit with the launch shape that g
         "  copy    3.00 TB/s read + write  (1056 blocks x 256 threads, 8-byte vectors x 1)\n"
         "  MMA      800 TFLOP/s (wgmma m64n160k16 f32.f16.f16, 264 blocks x 2 warpgroups)\n"
         "  cuBLAS   640 TFLOP/s (fp16 -> fp32 8192^3), memcpy 2.90 TB/s read + write (2 GiB D2D)\n");
+  setup.limits.mma->sm_ghz = 1.7854;  // read where the peak kernel could read its clock
+  CHECK(contains(render_bench_header(setup),
+                 "  MMA      800 TFLOP/s (wgmma m64n160k16 f32.f16.f16, 264 blocks x 2 warpgroups, SM clock 1.79 "
+                 "GHz)\n"));
   setup.limits.mma.reset();
   CHECK(contains(render_bench_header(setup),
                  "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n"));
@@ -272,6 +276,7 @@ TEST_CASE("bench's JSON carries the same figures as its text, with the limits an
   CHECK(j["limits"]["read"]["trials"].size() == 1);
   CHECK(j["limits"]["copy"]["moved_bytes"] == std::int64_t{2} << 30);
   CHECK(j["limits"]["mma"]["shape"]["n"] == 160);
+  CHECK(j["limits"]["mma"]["sm_clock_ghz"] == 0.0);  // not read
   CHECK(j["limits"]["cublas_fp16"]["tflops"] == 640.0);
   CHECK(j["limits"]["memcpy"]["tbps"] == 2.9);
   CHECK(j["reference_rates"]["read_tbps"] == 4.3);

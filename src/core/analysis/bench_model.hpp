@@ -60,6 +60,7 @@ struct MmaLimit {
   int iterations = 0;  // k16 x 4 steps per warpgroup per launch
   MmaTrial best;
   std::vector<MmaTrial> trials;
+  double sm_ghz = 0;  // the SM clock over one launch of the best shape (0: not read)
 };
 
 struct MemcpyRate {

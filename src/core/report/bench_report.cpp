@@ -27,7 +27,8 @@ void put_limits(Out put, const Limits& limits) {
                    s.kind == StreamKind::copy ? " read + write" : "", describe(s.best.shape));
   }
   if (limits.mma) {
-    fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({})\n", limits.mma->best.tflops, describe(limits.mma->best.shape));
+    fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({}{})\n", limits.mma->best.tflops, describe(limits.mma->best.shape),
+                   limits.mma->sm_ghz > 0 ? fmt::format(", SM clock {:.2f} GHz", limits.mma->sm_ghz) : "");
   } else {
     fmt::format_to(put, "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n");
   }
@@ -179,6 +180,7 @@ nlohmann::json mma_limit_json(const MmaLimit& mma) {
           {"iterations", mma.iterations},
           {"median_us", mma.best.median_us},
           {"tflops", mma.best.tflops},
+          {"sm_clock_ghz", mma.sm_ghz},
           {"shape", shape(mma.best.shape)},
           {"trials", trials}};
 }
