@@ -109,6 +109,9 @@ MmaLimit measure_mma_peak(int device, int reps) {
   const DeviceScope scope(device);
   const int sms = sm_count(device);
   const DeviceBuffer<float> sink(device, static_cast<std::size_t>(2 * sms));
+  // Block 0's SM cycles and global-timer nanoseconds, summed over a shape's launches: the clock the
+  // tensor cores ran at (a limit read at a clock the GEMMs never see would flatter them).
+  const DeviceBuffer<unsigned long long> clocks(device, 2);
   const Stream stream = make_stream(device);
   MmaLimit limit;
   // About 1-2 ms a launch at the H200's rate: long against launch overhead, short against clocks
@@ -118,23 +121,20 @@ MmaLimit measure_mma_peak(int device, int reps) {
     for (const int warpgroups : {1, 2, 3}) {
       for (const int per_sm : {1, 2}) {
         const kernels::MmaPeakShape shape{n, warpgroups, sms * per_sm};
-        const auto us = time_calls(stream.get(), device, 2, reps,
-                                   [&] { kernels::mma_peak(shape, limit.iterations, sink.get(), stream.get()); });
-        bench::MmaTrial trial{shape, median(us), 0.0};
+        TPG_CUDA(cudaMemsetAsync(clocks.get(), 0, 2 * sizeof(unsigned long long), stream.get()));
+        const auto us = time_calls(stream.get(), device, 2, reps, [&] {
+          kernels::mma_peak(shape, limit.iterations, sink.get(), stream.get(), clocks.get());
+        });
+        bench::MmaTrial trial{shape, median(us), 0.0, 0.0};
         trial.tflops = kernels::mma_peak_flops(shape, limit.iterations) / (trial.median_us * 1e-6) / 1e12;
+        unsigned long long host[2] = {0, 0};
+        TPG_CUDA(cudaMemcpy(host, clocks.get(), sizeof(host), cudaMemcpyDeviceToHost));
+        if (host[1] > 0) trial.sm_ghz = static_cast<double>(host[0]) / static_cast<double>(host[1]);
         limit.trials.push_back(trial);
         if (trial.tflops > limit.best.tflops) limit.best = trial;
       }
     }
   }
-  // The clock the best shape ran at: block 0's SM cycles over global-timer nanoseconds, one launch
-  // after the sweep (a limit read at a clock the GEMMs never reach would flatter them).
-  const DeviceBuffer<std::uint64_t> clocks(device, 2);
-  kernels::mma_peak(limit.best.shape, limit.iterations, sink.get(), stream.get(), clocks.get());
-  std::uint64_t host[2] = {0, 0};
-  TPG_CUDA(cudaMemcpyAsync(host, clocks.get(), sizeof(host), cudaMemcpyDeviceToHost, stream.get()));
-  TPG_CUDA(cudaStreamSynchronize(stream.get()));
-  if (host[1] > 0) limit.sm_ghz = static_cast<double>(host[0]) / static_cast<double>(host[1]);
   return limit;
 }
 

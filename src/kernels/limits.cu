@@ -114,11 +114,11 @@ void launch_stream_kind(const void* src, void* dst, std::int64_t bytes, const St
 // in registers; neither changes, so the loop is wgmma alone. Non-zero f16 values throughout: the
 // tensor cores run faster on zeros than on real data.
 constexpr int kPeakMaxThreads = 384;
-// With `clocks`, thread 0 of block 0 writes the SM's clock cycles and the global timer's
-// nanoseconds over its loop: the SM clock the tensor cores ran at.
+// With `clocks`, thread 0 of block 0 adds the SM's clock cycles and the global timer's nanoseconds
+// over its loop: summed over launches, the SM clock the tensor cores ran at.
 template <int kN>
 __global__ void __launch_bounds__(kPeakMaxThreads)
-    mma_peak_kernel(int iterations, float* __restrict__ sink, std::uint64_t* __restrict__ clocks) {
+    mma_peak_kernel(int iterations, float* __restrict__ sink, unsigned long long* __restrict__ clocks) {
   __shared__ __align__(1024) __half b[kN * 64];
   for (int i = threadIdx.x; i < kN * 64; i += blockDim.x) b[i] = __float2half(static_cast<float>(i % 13 - 6) * 0.0625f);
   detail::fence_proxy_async_shared();  // wgmma reads B through the asynchronous proxy
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kPeakMaxThreads)
   const std::uint32_t base = detail::smem_address(b);
   const bool timed = clocks != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
   const std::uint64_t ns0 = timed ? detail::global_timer_ns() : 0;
-  const auto clk0 = static_cast<std::uint64_t>(clock64());
+  const long long clk0 = timed ? clock64() : 0;
   for (int it = 0; it < iterations; ++it) {
     // Each group opens with a fence, as the GEMM's do: without it ptxas cannot prove the
     // accumulators untouched across the loop and serialises the warpgroup itself.
@@ -151,8 +151,8 @@ __global__ void __launch_bounds__(kPeakMaxThreads)
   }
   detail::wgmma_wait<0>();
   if (timed) {
-    clocks[0] = static_cast<std::uint64_t>(clock64()) - clk0;
-    clocks[1] = detail::global_timer_ns() - ns0;
+    atomicAdd(&clocks[0], static_cast<unsigned long long>(clock64() - clk0));
+    atomicAdd(&clocks[1], static_cast<unsigned long long>(detail::global_timer_ns() - ns0));
   }
   float sum = 0.0f;
 #pragma unroll
@@ -161,7 +161,8 @@ __global__ void __launch_bounds__(kPeakMaxThreads)
 }
 
 template <int kN>
-void launch_peak(const MmaPeakShape& shape, int iterations, float* sink, std::uint64_t* clocks, cudaStream_t stream) {
+void launch_peak(const MmaPeakShape& shape, int iterations, float* sink, unsigned long long* clocks,
+                 cudaStream_t stream) {
   mma_peak_kernel<kN>
       <<<static_cast<unsigned int>(shape.blocks), static_cast<unsigned int>(128 * shape.warpgroups), 0, stream>>>(
           iterations, sink, clocks);
@@ -192,7 +193,7 @@ bool mma_peak_built() {
 #endif
 }
 
-void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream, std::uint64_t* clocks) {
+void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream, unsigned long long* clocks) {
   if (!mma_peak_built()) {
     throw std::invalid_argument(
         "mma_peak: this build has no sm_90a code (wgmma): build with CMAKE_CUDA_ARCHITECTURES=90a");

@@ -32,9 +32,10 @@ void stream_memory(StreamKind kind, const void* src, void* dst, std::int64_t byt
 [[nodiscard]] bool mma_peak_built();
 // Each warpgroup runs `iterations` x 4 k16 steps, keeping one commit group in flight as the GEMM
 // does. `sink` takes one float per block (written only for a sum the inputs never give). `clocks`
-// (device memory, two words, optional) takes block 0's SM clock cycles and global-timer
-// nanoseconds over its loop.
-void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream, std::uint64_t* clocks = nullptr);
+// (device memory, two words, optional): block 0's SM clock cycles and global-timer nanoseconds over
+// its loop are added to them.
+void mma_peak(const MmaPeakShape& shape, int iterations, float* sink, Stream stream,
+              unsigned long long* clocks = nullptr);
 // The FLOPs one mma_peak launch performs: 2 * 64 * n * 16 per wgmma.
 [[nodiscard]] double mma_peak_flops(const MmaPeakShape& shape, int iterations);
 

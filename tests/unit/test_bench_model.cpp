@@ -251,7 +251,7 @@ TEST_CASE("bench's header lists each measured limit with the launch shape that g
         "  copy    3.00 TB/s read + write  (1056 blocks x 256 threads, 8-byte vectors x 1)\n"
         "  MMA      800 TFLOP/s (wgmma m64n160k16 f32.f16.f16, 264 blocks x 2 warpgroups)\n"
         "  cuBLAS   640 TFLOP/s (fp16 -> fp32 8192^3), memcpy 2.90 TB/s read + write (2 GiB D2D)\n");
-  setup.limits.mma->sm_ghz = 1.7854;  // read where the peak kernel could read its clock
+  setup.limits.mma->best.sm_ghz = 1.7854;  // read where the peak kernel could read its clock
   CHECK(contains(render_bench_header(setup),
                  "  MMA      800 TFLOP/s (wgmma m64n160k16 f32.f16.f16, 264 blocks x 2 warpgroups, SM clock 1.79 "
                  "GHz)\n"));

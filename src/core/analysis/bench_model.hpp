@@ -55,12 +55,12 @@ struct MmaTrial {
   MmaPeakShape shape;
   double median_us = 0;
   double tflops = 0;
+  double sm_ghz = 0;  // the SM clock over the shape's launches (0: not read)
 };
 struct MmaLimit {
   int iterations = 0;  // k16 x 4 steps per warpgroup per launch
   MmaTrial best;
   std::vector<MmaTrial> trials;
-  double sm_ghz = 0;  // the SM clock over one launch of the best shape (0: not read)
 };
 
 struct MemcpyRate {

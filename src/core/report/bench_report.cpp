@@ -28,7 +28,7 @@ void put_limits(Out put, const Limits& limits) {
   }
   if (limits.mma) {
     fmt::format_to(put, "  MMA    {:5.0f} TFLOP/s ({}{})\n", limits.mma->best.tflops, describe(limits.mma->best.shape),
-                   limits.mma->sm_ghz > 0 ? fmt::format(", SM clock {:.2f} GHz", limits.mma->sm_ghz) : "");
+                   limits.mma->best.sm_ghz > 0 ? fmt::format(", SM clock {:.2f} GHz", limits.mma->best.sm_ghz) : "");
   } else {
     fmt::format_to(put, "  MMA    not measured: this build has no sm_90a code (the floor uses cuBLAS)\n");
   }
@@ -173,14 +173,15 @@ nlohmann::json mma_limit_json(const MmaLimit& mma) {
   };
   nlohmann::json trials = nlohmann::json::array();
   for (const MmaTrial& t : mma.trials) {
-    trials.push_back({{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tflops", t.tflops}});
+    trials.push_back(
+        {{"shape", shape(t.shape)}, {"median_us", t.median_us}, {"tflops", t.tflops}, {"sm_clock_ghz", t.sm_ghz}});
   }
   // The instruction the peak kernel issues (src/kernels/limits.hpp), the grouped GEMM's own.
   return {{"instruction", "wgmma.mma_async.m64nNk16.f32.f16.f16, A registers, B shared (128B swizzle)"},
           {"iterations", mma.iterations},
           {"median_us", mma.best.median_us},
           {"tflops", mma.best.tflops},
-          {"sm_clock_ghz", mma.sm_ghz},
+          {"sm_clock_ghz", mma.best.sm_ghz},
           {"shape", shape(mma.best.shape)},
           {"trials", trials}};
 }
