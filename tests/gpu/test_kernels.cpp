@@ -445,6 +445,23 @@ TEST_CASE("the tensor-core peak kernel runs every shape bench sweeps", "[gpu][li
   }
   const auto s = sink.download();
   CHECK(std::all_of(s.begin(), s.end(), [](float v) { return v == 0.0f; }));  // the guarded store never fires
+  // With a clocks buffer, block 0's SM cycles and nanoseconds add up over launches: a clock between
+  // 0.3 and 3.5 GHz (bench's sm_clock_ghz), and a second launch adds to both.
+  const cuda::DeviceBuffer<unsigned long long> clocks(0, 2);
+  TPG_CUDA(cudaMemset(clocks.get(), 0, 2 * sizeof(unsigned long long)));
+  const kernels::MmaPeakShape timed{64, 2, 4};
+  kernels::mma_peak(timed, 256, sink.get(), stream.get(), clocks.get());
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  const auto once = clocks.download();
+  kernels::mma_peak(timed, 256, sink.get(), stream.get(), clocks.get());
+  TPG_CUDA(cudaStreamSynchronize(stream.get()));
+  const auto twice = clocks.download();
+  REQUIRE(once[1] > 0);
+  const double ghz = static_cast<double>(once[0]) / static_cast<double>(once[1]);
+  CHECK(ghz > 0.3);
+  CHECK(ghz < 3.5);
+  CHECK(twice[0] > once[0]);
+  CHECK(twice[1] > once[1]);
   CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{96, 1, 1}, 8, sink.get(), stream.get()),
                   std::invalid_argument);
   CHECK_THROWS_AS(kernels::mma_peak(kernels::MmaPeakShape{160, 4, 1}, 8, sink.get(), stream.get()),
