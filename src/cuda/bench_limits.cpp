@@ -121,15 +121,14 @@ MmaLimit measure_mma_peak(int device, int reps) {
     for (const int warpgroups : {1, 2, 3}) {
       for (const int per_sm : {1, 2}) {
         const kernels::MmaPeakShape shape{n, warpgroups, sms * per_sm};
-        TPG_CUDA(cudaMemsetAsync(clocks.get(), 0, 2 * sizeof(unsigned long long), stream.get()));
+        TPG_CUDA(cudaMemsetAsync(clocks.get(), 0, clocks.bytes(), stream.get()));
         const auto us = time_calls(stream.get(), device, 2, reps, [&] {
           kernels::mma_peak(shape, limit.iterations, sink.get(), stream.get(), clocks.get());
         });
         bench::MmaTrial trial{shape, median(us), 0.0, 0.0};
         trial.tflops = kernels::mma_peak_flops(shape, limit.iterations) / (trial.median_us * 1e-6) / 1e12;
-        unsigned long long host[2] = {0, 0};
-        TPG_CUDA(cudaMemcpy(host, clocks.get(), sizeof(host), cudaMemcpyDeviceToHost));
-        if (host[1] > 0) trial.sm_ghz = static_cast<double>(host[0]) / static_cast<double>(host[1]);
+        const auto sums = clocks.download();  // cycles, nanoseconds
+        if (sums[1] > 0) trial.sm_ghz = static_cast<double>(sums[0]) / static_cast<double>(sums[1]);
         limit.trials.push_back(trial);
         if (trial.tflops > limit.best.tflops) limit.best = trial;
       }

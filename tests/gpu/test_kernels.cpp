@@ -448,7 +448,7 @@ TEST_CASE("the tensor-core peak kernel runs every shape bench sweeps", "[gpu][li
   // With a clocks buffer, block 0's SM cycles and nanoseconds add up over launches: a clock between
   // 0.3 and 3.5 GHz (bench's sm_clock_ghz), and a second launch adds to both.
   const cuda::DeviceBuffer<unsigned long long> clocks(0, 2);
-  TPG_CUDA(cudaMemset(clocks.get(), 0, 2 * sizeof(unsigned long long)));
+  TPG_CUDA(cudaMemset(clocks.get(), 0, clocks.bytes()));
   const kernels::MmaPeakShape timed{64, 2, 4};
   kernels::mma_peak(timed, 256, sink.get(), stream.get(), clocks.get());
   TPG_CUDA(cudaStreamSynchronize(stream.get()));
