@@ -14,12 +14,6 @@
 
 #include "kernels/gemm_common.cuh"
 #include "kernels/launch.cuh"
-#ifndef TPGRAPH_PDL_OLD
-#define TPGRAPH_PDL_OLD 0
-#endif
-#ifndef TPGRAPH_PDL_NO_EXIT
-#define TPGRAPH_PDL_NO_EXIT 0
-#endif
 
 namespace tpgraph::kernels::gemm {
 namespace {
@@ -359,10 +353,9 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
   // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
-  if (args.wait_at_exit == 0 || TPGRAPH_PDL_OLD ||
-      TPGRAPH_PDL_NO_EXIT) {  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
     detail::wait_for_prerequisite_grids();
-    if (!TPGRAPH_PDL_OLD) detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
+    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
   }
   load_scales<kN8>(args, xs_s, row_begin, block_rows);
   fill_ring<kSub>(load_b, chunks);
@@ -410,8 +403,8 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
   static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
   static_assert(fits_every_variant<kV2, kWarps, kMaxN8>(), "every variant fits the tile's shared memory");
   extern __shared__ __align__(128) std::uint8_t smem[];
-  const bool at_exit = args.wait_at_exit != 0 && !TPGRAPH_PDL_OLD && !TPGRAPH_PDL_NO_EXIT;
-  if (at_exit || TPGRAPH_PDL_OLD) detail::allow_dependent_launch();
+  const bool at_exit = args.wait_at_exit != 0;
+  if (at_exit) detail::allow_dependent_launch();
   mma_rows<kV2, kWarps, kMaxN8>(args, smem, block_work(args));
   if (at_exit) detail::wait_for_prerequisite_grids();
 }

@@ -20,12 +20,6 @@
 #include "kernels/gemm_common.cuh"
 #include "kernels/gemm_wgmma_ring.cuh"
 #include "kernels/launch.cuh"
-#ifndef TPGRAPH_PDL_OLD
-#define TPGRAPH_PDL_OLD 0
-#endif
-#ifndef TPGRAPH_PDL_NO_EXIT
-#define TPGRAPH_PDL_NO_EXIT 0
-#endif
 #include "kernels/wg_timeline.cuh"
 
 namespace tpgraph::kernels::gemm {
@@ -156,10 +150,9 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
     }
     detail::fence_mbarrier_init();
   }
-  if (args.wait_at_exit == 0 || TPGRAPH_PDL_OLD ||
-      TPGRAPH_PDL_NO_EXIT) {  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
     detail::wait_for_prerequisite_grids();
-    if (!TPGRAPH_PDL_OLD) detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
+    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
   }
   const float ts = args.tensor_scale[expert];
   const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
@@ -393,9 +386,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ WgRowMaps x16_maps) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   WgTimeline::start(args.weights);
-  const bool at_exit =
-      args.wait_at_exit != 0 && !TPGRAPH_PDL_OLD && !TPGRAPH_PDL_NO_EXIT;  // GemmWait::at_exit (kernels.hpp)
-  if (at_exit || TPGRAPH_PDL_OLD) detail::allow_dependent_launch();
+  const bool at_exit = args.wait_at_exit != 0;  // GemmWait::at_exit (kernels.hpp)
+  if (at_exit) detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {
     wgmma_rows<kV2, kWarpgroups, true>(args, x16_maps, wg_smem, w);
