@@ -36,7 +36,9 @@ TimedGraph::TimedGraph(const RankLayer& layer, std::vector<ChainStep> steps, Tim
     // External records are graph nodes whose times cudaEventElapsedTime can read after a replay.
     TPG_CUDA(cudaEventRecordWithFlags(events_[0].get(), stream_.get(), cudaEventRecordExternal));
     for (std::size_t i = 0; i < steps_.size(); ++i) {
-      layer.enqueue(steps_[i], stream_.get());
+      // Only event records between steps break the programmatic edge from one kernel to the next.
+      const bool adjacent = i > 0 && !per_step_;
+      layer.enqueue(steps_[i], stream_.get(), adjacent ? std::optional<ChainStep>(steps_[i - 1]) : std::nullopt);
       if (per_step_ || i + 1 == steps_.size())
         TPG_CUDA(cudaEventRecordWithFlags(events_[i + 1].get(), stream_.get(), cudaEventRecordExternal));
     }

@@ -231,7 +231,8 @@ const DeviceBank& RankLayer::bank(ChainStep gemm) const {
   }
 }
 
-void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream) const {
+void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream,
+                        std::optional<ChainStep> previous) const {
   const Geometry& g = geometry_;
   const auto routing = routing_.view();
   const std::int64_t pairs = routing_.n_rows;
@@ -242,7 +243,15 @@ void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t st
       kernels::grouped_gemm(ws.z16, ws.zs, gate_.view(), routing, gate_plan_.view(), ws.g, stream, &up, ws.u);
       break;
     }
-    case ChainStep::up: kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, up_plan_.view(), ws.u, stream); break;
+    case ChainStep::up: {
+      // Up reads z16 and zs, which gate's wait saw complete before gate let up launch, and writes
+      // rows of u that gate neither reads nor writes (its partner rows are up's others). A gate
+      // with no blocks launches nothing: up would follow the quantize.
+      const bool beside_gate = previous == ChainStep::gate && gate_plan_.grid > 0;
+      kernels::grouped_gemm(ws.z16, ws.zs, up_.view(), routing, up_plan_.view(), ws.u, stream, nullptr, nullptr,
+                            beside_gate ? kernels::GemmWait::at_exit : kernels::GemmWait::before_inputs);
+      break;
+    }
     case ChainStep::swiglu: kernels::swiglu(ws.g, ws.u, pairs * g.ff, ws.a, stream); break;
     case ChainStep::quantize_a: kernels::quantize_rows(ws.a, g.ff, pairs, ws.a16, ws.as, stream); break;
     case ChainStep::down:
@@ -253,7 +262,11 @@ void RankLayer::enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t st
 }
 
 void RankLayer::enqueue_chain(cudaStream_t stream) const {
-  for (const ChainStep step : kChainSteps) enqueue(step, stream);
+  std::optional<ChainStep> previous;
+  for (const ChainStep step : kChainSteps) {
+    enqueue(step, stream, previous);
+    previous = step;
+  }
 }
 
 void RankLayer::poison() const {

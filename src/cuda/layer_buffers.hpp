@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -98,9 +99,14 @@ class RankLayer {
   // Cuts the GEMM plans again for another tile (`routing` must be the one the layer was built
   // with). A graph captured before must be captured again: the plan buffers move.
   void replan(const Routing& routing, int gemm_tile);
-  // Enqueues one step on `stream` (on this layer's device), reading and writing `ws`.
-  void enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream) const;
-  void enqueue(ChainStep step, cudaStream_t stream) const { enqueue(step, workspace_, stream); }
+  // Enqueues one step on `stream` (on this layer's device), reading and writing `ws`. `previous`:
+  // the step enqueued on `stream` just before this one, with nothing between them; up right after
+  // gate then waits for it only at its blocks' exits (kernels::GemmWait::at_exit).
+  void enqueue(ChainStep step, const RankWorkspace& ws, cudaStream_t stream,
+               std::optional<ChainStep> previous = std::nullopt) const;
+  void enqueue(ChainStep step, cudaStream_t stream, std::optional<ChainStep> previous = std::nullopt) const {
+    enqueue(step, workspace_, stream, previous);
+  }
   // The whole chain, in order.
   void enqueue_chain(cudaStream_t stream) const;
 

@@ -353,7 +353,10 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
   // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
-  detail::wait_for_prerequisite_grids();  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
+    detail::wait_for_prerequisite_grids();
+    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
+  }
   load_scales<kN8>(args, xs_s, row_begin, block_rows);
   fill_ring<kSub>(load_b, chunks);
   mma_rounds<kV2, kN8, kSub>(load_b, piece_src, weights, copies, compute, acc, chunks, warp, lane);
@@ -374,13 +377,8 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
 }
 
 // Each block runs the variant for its routed rows: n8 tiles of 8 rows, up to kMaxN8.
-template <bool kV2, int kWarps, int kMaxN8, int kMinBlocks>
-__global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
-  static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
-  static_assert(fits_every_variant<kV2, kWarps, kMaxN8>(), "every variant fits the tile's shared memory");
-  extern __shared__ __align__(128) std::uint8_t smem[];
-  detail::allow_dependent_launch();
-  const BlockWork w = block_work(args);
+template <bool kV2, int kWarps, int kMaxN8>
+__device__ __forceinline__ void mma_rows(const GemmArgs& args, std::uint8_t* smem, const BlockWork& w) {
   const int n8 = (w.rows + 7) / 8;
   if (n8 == 1 || kMaxN8 == 1)
     return mma_block<kV2, kWarps, 1, barrier_chunks(1, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
@@ -396,6 +394,19 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
     if (n8 == 4 || kMaxN8 == 4)
       return mma_block<kV2, kWarps, 4, barrier_chunks(4, kMaxN8)>(args, smem, w.expert, w.row_block, w.begin, w.rows);
   }
+}
+
+// GemmWait::at_exit (kernels.hpp): the next kernel may launch at once, and the block waits for the
+// kernels before it only once its outputs are stored.
+template <bool kV2, int kWarps, int kMaxN8, int kMinBlocks>
+__global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kernel(const GemmArgs args) {
+  static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
+  static_assert(fits_every_variant<kV2, kWarps, kMaxN8>(), "every variant fits the tile's shared memory");
+  extern __shared__ __align__(128) std::uint8_t smem[];
+  const bool at_exit = args.wait_at_exit != 0;
+  if (at_exit) detail::allow_dependent_launch();
+  mma_rows<kV2, kWarps, kMaxN8>(args, smem, block_work(args));
+  if (at_exit) detail::wait_for_prerequisite_grids();
 }
 
 template <bool kV2, int kTile>

@@ -150,7 +150,10 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
     }
     detail::fence_mbarrier_init();
   }
-  detail::wait_for_prerequisite_grids();  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
+    detail::wait_for_prerequisite_grids();
+    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
+  }
   const float ts = args.tensor_scale[expert];
   const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
   for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
@@ -383,13 +386,15 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ WgRowMaps x16_maps) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   WgTimeline::start(args.weights);
-  detail::allow_dependent_launch();
+  const bool at_exit = args.wait_at_exit != 0;  // GemmWait::at_exit (kernels.hpp)
+  if (at_exit) detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {
     wgmma_rows<kV2, kWarpgroups, true>(args, x16_maps, wg_smem, w);
   } else {
     wgmma_rows<kV2, kWarpgroups, false>(args, x16_maps, wg_smem, w);
   }
+  if (at_exit) detail::wait_for_prerequisite_grids();
   WgTimeline::finish(args.weights);
 }
 

@@ -10,7 +10,8 @@
 namespace tpgraph::kernels {
 
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
-                  const DeviceGemmPlan& plan, float* y, Stream stream, const ExpertBank* partner, float* partner_y) {
+                  const DeviceGemmPlan& plan, float* y, Stream stream, const ExpertBank* partner, float* partner_y,
+                  GemmWait wait) {
   if (w.rows % 16 != 0 || w.cols % gemm::kChunkElems != 0) {
     throw std::invalid_argument("grouped_gemm: weights " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
                                 "; rows must be a multiple of 16 and cols of 64");
@@ -41,7 +42,8 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
                             y,
                             paired ? partner->bytes : nullptr,
                             paired ? partner->tensor_scale : nullptr,
-                            paired ? partner_y : nullptr};
+                            paired ? partner_y : nullptr,
+                            wait == GemmWait::at_exit ? 1 : 0};
   const bool v2 = w.layout == Layout::v2;
   if (gemm::kTiles[static_cast<std::size_t>(plan.tile)].wgmma) {
     gemm::launch_wgmma(args, v2, plan.tile, routing.n_rows, w.experts, plan.grid, stream);

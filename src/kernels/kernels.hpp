@@ -83,11 +83,20 @@ void quantize_rows(const float* a, int cols, std::int64_t rows, std::uint16_t* a
 // with the same routing (the kernel traps on a plan cut for another tile).
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
                   const std::int32_t* plan_items, int plan_grid, float* y, Stream stream);
+// Where a grouped GEMM launched programmatically (ProgrammaticLaunches) waits for the kernels
+// before it in the stream.
+//  before_inputs: before it reads the routed rows and their scales (every launch but one).
+//  at_exit: each block waits only before it exits, and lets the next kernel launch at its start.
+//    Only for a GEMM whose inputs were complete before the kernel just before it passed its own
+//    wait, and which neither reads what that kernel writes nor writes what it reads or writes:
+//    up right after gate (RankLayer::enqueue). Its blocks then compute on the SMs gate's last blocks
+//    leave free; since none exits before gate completes, up's completion still implies gate's.
+enum class GemmWait { before_inputs, at_exit };
 // A paired plan (plan_gate_up's first) also computes the partner GEMM's rows of its pair blocks:
 // `partner` (same shape and layout as w) and its output `partner_y`; other plans ignore them.
 void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w, const DeviceRouting& routing,
                   const DeviceGemmPlan& plan, float* y, Stream stream, const ExpertBank* partner = nullptr,
-                  float* partner_y = nullptr);
+                  float* partner_y = nullptr, GemmWait wait = GemmWait::before_inputs);
 // 3. a = silu(g) * u, n elements.
 void swiglu(const float* g, const float* u, std::int64_t n, float* a, Stream stream);
 // 6. out[t][h] = sum over the token's pairs j = 0..k-1 (fmaf, in order) of weight * y[pair_row].

@@ -31,7 +31,8 @@ bool programmatic_launches() noexcept;
 // kernel<<<grid, threads, smem, stream>>>(args...) and its check, with the
 // programmatic-serialization attribute while programmatic_launches() says so. Only kernels whose
 // every thread waits for its prerequisite grids (ptx.cuh, wait_for_prerequisite_grids) before it
-// touches what they wrote are launched through this.
+// touches what they wrote, or before it exits where it touches only what was complete when the
+// kernel before it let it launch (kernels.hpp, GemmWait::at_exit), are launched through this.
 template <typename... Params, typename... Args>
 void launch(const char* what, void (*kernel)(Params...), unsigned int grid, unsigned int threads, int smem,
             cudaStream_t stream, Args&&... args) {

@@ -172,7 +172,9 @@ __device__ __forceinline__ void wait_for_prerequisite_grids() {
 }
 // Lets the next kernel in the stream launch once every block of this one has said so (or exited):
 // its blocks then take the SMs this kernel's last blocks leave free, and run their prologues while
-// those finish. It orders nothing: the next kernel still waits for this one's completion.
+// those finish. It orders nothing: the next kernel still waits for this one's completion. Said
+// after this kernel's own wait, it also tells the next kernel that every kernel before this one is
+// complete (the GEMMs do so, kernels.hpp GemmWait).
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

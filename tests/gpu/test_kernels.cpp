@@ -340,7 +340,9 @@ std::size_t programmatic_edges(cudaGraph_t graph) {
 
 TEST_CASE("the chain launched programmatically gives the bits of plain issue, eager and replayed",
           "[gpu][kernels][full]") {
-  for (const int t : {43, 4096}) {  // mma tiles, then wgmma tiles with pair blocks
+  // mma tiles of 8 and of 32 routed rows, then wgmma tiles with pair blocks; up runs beside gate
+  // (kernels::GemmWait::at_exit) in every programmatic chain.
+  for (const int t : {43, 416, 4096}) {
     DYNAMIC_SECTION("t=" << t) {
       Geometry g;
       g.tokens = t;
