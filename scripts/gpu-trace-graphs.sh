@@ -15,22 +15,24 @@ set -uo pipefail
 parts=${*:-programs tools kill overhead tests cost}
 want() { [[ " $parts " == *" $1 "* ]]; }
 OUT=${OUT:-out}
-B=${B:-build-ci}
+# B may be relative to the repository root or absolute; from here on it is absolute.
+build=${B:-build-ci}
+B=$(cd "$build" 2>/dev/null && pwd) || { echo "$(basename "$0"): no build folder $build (B)" >&2; exit 2; }
 W=${WORK:-/tmp/tpgraph-graphs}
-INJECT="$PWD/$B/libtpgraph_inject.so"
+INJECT="$B/libtpgraph_inject.so"
 # The GPU tests name the examples and the injection library by the paths they were built at: where
 # the binaries were built in another checkout, make those paths lead here.
 built_at=$(strings "$B/tests/tpgraph_gpu_tests" 2>/dev/null | grep -m1 -o '/[^ ]*/tpgraph-example-graph' || true)
 if [ -n "$built_at" ] && [ ! -e "$built_at" ]; then
   mkdir -p "$(dirname "$(dirname "$built_at")")"
-  ln -sfn "$PWD/$B" "$(dirname "$built_at")"
+  ln -sfn "$B" "$(dirname "$built_at")"
   [ -e "$(dirname "$(dirname "$built_at")")/examples" ] || ln -sfn "$PWD/examples" "$(dirname "$(dirname "$built_at")")/examples"
 fi
 # ... and where a folder of that name is already there (a build made on the GPU machine), the GPU tests
 # take the binaries from these instead.
-export TPGRAPH_INJECT_LIBRARY="$INJECT" TPGRAPH_EXAMPLE_GRAPH="$PWD/$B/tpgraph-example-graph" \
-  TPGRAPH_EXAMPLE_SHAPES="$PWD/$B/tpgraph-example-shapes" \
-  TPGRAPH_EXAMPLE_DEVICE_LAUNCH="$PWD/$B/tpgraph-example-device-launch"
+export TPGRAPH_INJECT_LIBRARY="$INJECT" TPGRAPH_EXAMPLE_GRAPH="$B/tpgraph-example-graph" \
+  TPGRAPH_EXAMPLE_SHAPES="$B/tpgraph-example-shapes" \
+  TPGRAPH_EXAMPLE_DEVICE_LAUNCH="$B/tpgraph-example-device-launch"
 mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
 export NCCL_NVLS_ENABLE=0

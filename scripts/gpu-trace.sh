@@ -6,7 +6,9 @@
 # $OUT: logs, and trace-results.tgz with every trace folder's report and record files.
 set -uo pipefail
 OUT=${OUT:-out}
-B=${B:-build-ci}
+# B may be relative to the repository root or absolute; from here on it is absolute.
+build=${B:-build-ci}
+B=$(cd "$build" 2>/dev/null && pwd) || { echo "$(basename "$0"): no build folder $build (B)" >&2; exit 2; }
 W=${WORK:-/tmp/tpgraph-trace}
 mkdir -p "$OUT" "$W"
 rm -rf "${W:?}"/*
@@ -28,7 +30,7 @@ log "C++ example: untraced, traced (overhead), 20 us and 1 us kernels"
 for us in 20 1; do
   for i in 1 2 3; do
     "$B/tpgraph-example-graph" --replays 2000 --kernel-us "$us" 2>&1 | sed "s/^/plain  /" | tee -a "$OUT/summary.log"
-    TPGRAPH_TRACE_DIR="$W/ovh-$us-$i" CUDA_INJECTION64_PATH="$PWD/$B/libtpgraph_inject.so" \
+    TPGRAPH_TRACE_DIR="$W/ovh-$us-$i" CUDA_INJECTION64_PATH="$B/libtpgraph_inject.so" \
       "$B/tpgraph-example-graph" --replays 2000 --kernel-us "$us" 2>&1 | sed "s/^/traced /" | tee -a "$OUT/summary.log"
   done
 done
@@ -38,7 +40,7 @@ echo "example trace rc=$?" | tee -a "$OUT/summary.log"
 log "PyTorch: two-stream graph untraced / traced, two processes, torch.profiler medians"
 for i in 1 2 3; do
   python3 examples/torch_two_stream.py --replays 500 2>&1 | sed "s/^/plain  /" | tee -a "$OUT/summary.log"
-  TPGRAPH_TRACE_DIR="$W/tovh-$i" CUDA_INJECTION64_PATH="$PWD/$B/libtpgraph_inject.so" \
+  TPGRAPH_TRACE_DIR="$W/tovh-$i" CUDA_INJECTION64_PATH="$B/libtpgraph_inject.so" \
     python3 examples/torch_two_stream.py --replays 500 2>&1 | sed "s/^/traced /" | tee -a "$OUT/summary.log"
 done
 "$B/tpgraph" trace --out "$W/tr-torch" -- python3 examples/torch_two_stream.py --replays 200 >"$W/tr-torch.log" 2>&1
