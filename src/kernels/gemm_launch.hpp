@@ -22,7 +22,7 @@ struct GemmArgs {
   const std::uint8_t* partner_weights;
   const float* partner_tensor_scale;
   float* partner_y;
-  int wait_at_exit;  // 1: GemmWait::at_exit (kernels.hpp), 0: before_inputs
+  GemmWait wait;  // where the blocks wait for the kernels before them (kernels.hpp)
 };
 
 // Launches mma.sync tile `tile` (gemm_mma.cu) or wgmma tile `tile` (gemm_wgmma.cu) over `grid`

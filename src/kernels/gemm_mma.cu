@@ -353,7 +353,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
   // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
-  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait == GemmWait::before_inputs) {  // the weights' first copies are in flight; the routed rows come next
     detail::wait_for_prerequisite_grids();
     detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
   }
@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMinBlocks) grouped_gemm_mma_kern
   static_assert(kMaxN8 >= 1 && kMaxN8 <= 4, "mma tiles hold 8 to 32 routed rows");
   static_assert(fits_every_variant<kV2, kWarps, kMaxN8>(), "every variant fits the tile's shared memory");
   extern __shared__ __align__(128) std::uint8_t smem[];
-  const bool at_exit = args.wait_at_exit != 0;
+  const bool at_exit = args.wait != GemmWait::before_inputs;
   if (at_exit) detail::allow_dependent_launch();
   mma_rows<kV2, kWarps, kMaxN8>(args, smem, block_work(args));
   if (at_exit) detail::wait_for_prerequisite_grids();

@@ -150,7 +150,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
     }
     detail::fence_mbarrier_init();
   }
-  if (args.wait_at_exit == 0) {  // the weights' first copies are in flight; the routed rows come next
+  if (args.wait == GemmWait::before_inputs) {  // the weights' first copies are in flight; the routed rows come next
     detail::wait_for_prerequisite_grids();
     detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
   }
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     grouped_gemm_wgmma_kernel(const GemmArgs args, const __grid_constant__ WgRowMaps x16_maps) {
   extern __shared__ __align__(1024) std::uint8_t wg_smem[];
   WgTimeline::start(args.weights);
-  const bool at_exit = args.wait_at_exit != 0;  // GemmWait::at_exit (kernels.hpp)
+  const bool at_exit = args.wait != GemmWait::before_inputs;  // GemmWait::at_exit (kernels.hpp)
   if (at_exit) detail::allow_dependent_launch();
   const BlockWork w = block_work(args);
   if (w.pair) {

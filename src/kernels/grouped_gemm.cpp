@@ -43,7 +43,7 @@ void grouped_gemm(const std::uint16_t* x16, const float* xs, const ExpertBank& w
                             paired ? partner->bytes : nullptr,
                             paired ? partner->tensor_scale : nullptr,
                             paired ? partner_y : nullptr,
-                            wait == GemmWait::at_exit ? 1 : 0};
+                            wait};
   const bool v2 = w.layout == Layout::v2;
   if (gemm::kTiles[static_cast<std::size_t>(plan.tile)].wgmma) {
     gemm::launch_wgmma(args, v2, plan.tile, routing.n_rows, w.experts, plan.grid, stream);
