@@ -98,6 +98,15 @@ struct BlockWork {
   bool pair;      // the partial row block of this GEMM and of the partner (wgmma tiles, gemm_plan.hpp)
 };
 
+// GemmWait::before_inputs (kernels.hpp): the block waits for the kernels before it here, once its
+// weights' first copies are in flight and before it reads the routed rows, and lets the next kernel
+// launch only past this wait, so that when it launches every kernel before this one is complete.
+__device__ __forceinline__ void wait_before_inputs(const GemmArgs& args) {
+  if (args.wait != GemmWait::before_inputs) return;
+  detail::wait_for_prerequisite_grids();
+  detail::allow_dependent_launch();
+}
+
 // The plan holds each block's work ready-made (one 16-byte load, no dependent lookups before the
 // weights can be requested); items[0] is the tile the plan was cut for.
 __device__ __forceinline__ BlockWork block_work(const GemmArgs& args) {

@@ -353,10 +353,7 @@ __device__ __forceinline__ void mma_block(const GemmArgs& args, std::uint8_t* sm
   // The scales and the ring's first groups, then the chunks; the epilogue stays here (its scale
   // array in a function of its own changed the generated SASS).
   float* xs_s = shared.xs;
-  if (args.wait == GemmWait::before_inputs) {  // the weights' first copies are in flight; the routed rows come next
-    detail::wait_for_prerequisite_grids();
-    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
-  }
+  wait_before_inputs(args);  // the weights' first copies are in flight; the routed rows come next
   load_scales<kN8>(args, xs_s, row_begin, block_rows);
   fill_ring<kSub>(load_b, chunks);
   mma_rounds<kV2, kN8, kSub>(load_b, piece_src, weights, copies, compute, acc, chunks, warp, lane);

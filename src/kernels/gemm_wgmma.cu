@@ -150,10 +150,7 @@ __device__ __forceinline__ void prepare_ring_and_scales(const GemmArgs& args, st
     }
     detail::fence_mbarrier_init();
   }
-  if (args.wait == GemmWait::before_inputs) {  // the weights' first copies are in flight; the routed rows come next
-    detail::wait_for_prerequisite_grids();
-    detail::allow_dependent_launch();  // past the wait: the kernels before this one are complete
-  }
+  wait_before_inputs(args);  // the weights' first copies are in flight; the routed rows come next
   const float ts = args.tensor_scale[expert];
   const float ts_partner = kPair ? args.partner_tensor_scale[expert] : 0.0f;
   for (int n = threadIdx.x; n < kN; n += 128 * kWarpgroups) {
